@@ -1,0 +1,75 @@
+//! Upstream error classification: HTTP status + error body → the `error-kind` the scheduler
+//! acts on, with the upstream's own message kept for the client.
+
+use crate::http::header;
+use crate::{AdapterError, ErrorKind, HttpResponse};
+
+pub fn adapter_error(kind: ErrorKind, message: &str) -> AdapterError {
+    AdapterError { kind, message: message.to_string(), status: None, retry_after_ms: None }
+}
+
+/// Classifies a non-2xx upstream response.
+pub fn upstream_error(response: &HttpResponse) -> AdapterError {
+    let body = String::from_utf8_lossy(&response.body);
+    let parsed: Option<serde_json::Value> = serde_json::from_str(&body).ok();
+    let (message, code) = parsed.as_ref().map(error_fields).unwrap_or((None, None));
+    let message = message.unwrap_or_else(|| {
+        let trimmed = body.trim();
+        if trimmed.is_empty() { format!("upstream returned HTTP {}", response.status) } else { truncate(trimmed, 512) }
+    });
+    AdapterError {
+        kind: classify(response.status, code.as_deref(), &message),
+        message,
+        status: Some(response.status),
+        retry_after_ms: header(&response.headers, "retry-after").and_then(parse_retry_after_ms),
+    }
+}
+
+/// Pulls `message` and `type`/`code` out of the error bodies upstreams send:
+/// `{"error":{"message","type","code"}}`, `{"error":"..."}`, `{"message": "..."}`.
+pub fn error_fields(value: &serde_json::Value) -> (Option<String>, Option<String>) {
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
+    match value.get("error") {
+        Some(serde_json::Value::Object(e)) => {
+            let code = e.get("code").and_then(text).or_else(|| e.get("type").and_then(text)).or_else(|| e.get("status").and_then(text));
+            (e.get("message").and_then(text), code)
+        }
+        Some(serde_json::Value::String(s)) => (Some(s.clone()), None),
+        _ => (value.get("message").and_then(text), value.get("type").and_then(text)),
+    }
+}
+
+pub fn classify(status: u16, code: Option<&str>, message: &str) -> ErrorKind {
+    let code = code.unwrap_or("").to_ascii_lowercase();
+    let message = message.to_ascii_lowercase();
+    let quota = code.contains("insufficient_quota") || code.contains("resource_exhausted") && message.contains("quota")
+        || message.contains("exceeded your current quota") || code.contains("billing");
+    if code.contains("content_filter") || code.contains("content_policy") || message.contains("content management policy") {
+        return ErrorKind::ContentPolicy;
+    }
+    match status {
+        401 => ErrorKind::Auth,
+        402 => ErrorKind::Quota,
+        403 => ErrorKind::Permission,
+        404 => ErrorKind::NotFound,
+        429 if quota => ErrorKind::Quota,
+        429 => ErrorKind::RateLimit,
+        400 | 409 | 413 | 422 => ErrorKind::BadRequest,
+        503 | 529 => ErrorKind::Overloaded,
+        s if s >= 500 => ErrorKind::Server,
+        _ => ErrorKind::BadRequest,
+    }
+}
+
+/// `Retry-After` as seconds (fractions allowed); HTTP dates are rare from LLM APIs and ignored.
+pub fn parse_retry_after_ms(value: &str) -> Option<u64> {
+    let secs: f64 = value.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| (secs * 1000.0) as u64)
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}

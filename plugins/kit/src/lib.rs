@@ -1,0 +1,38 @@
+//! Shared by every built-in adapter: the generated WIT bindings (one copy, exported through
+//! `adapter_kit::export!`) and the protocol-neutral helpers adapters would otherwise repeat.
+
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "adapter-world",
+        path: "../../wit",
+        pub_export_macro: true,
+        default_bindings_module: "adapter_kit::bindings",
+        export_macro_name: "export",
+    });
+}
+
+pub use bindings::export;
+
+pub mod errors;
+pub mod http;
+
+pub use bindings::exports::switchyard::adapter::adapter::{Guest, GuestSession, SessionBorrow};
+pub use bindings::switchyard::adapter::host;
+pub use bindings::switchyard::adapter::types::{
+    AdapterError, ErrorKind, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
+    StreamFraming, StreamOutput,
+};
+
+/// Parses the unified request JSON the host hands over; it is always a JSON object.
+pub fn parse_request(request: &str) -> Result<serde_json::Map<String, serde_json::Value>, AdapterError> {
+    match serde_json::from_str::<serde_json::Value>(request) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(_) => Err(errors::adapter_error(ErrorKind::BadRequest, "request body must be a JSON object")),
+        Err(e) => Err(errors::adapter_error(ErrorKind::BadRequest, &format!("request body is not JSON: {e}"))),
+    }
+}
+
+/// A source setting by key, as written under the source's `settings:`.
+pub fn setting<'a>(ctx: &'a SourceContext, key: &str) -> Option<&'a str> {
+    ctx.settings.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}

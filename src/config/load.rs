@@ -1,0 +1,272 @@
+//! Reading config.yaml: YAML → `${VAR}` expansion → per-field typed parsing → semantic checks.
+//! Every step collects errors instead of stopping at the first, so one run shows them all.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde_yaml::{Mapping, Value};
+
+use super::env::expand;
+use super::error::{ConfigError, FieldError};
+use super::locate::LineIndex;
+use super::{Config, KeyConfig, SandboxConfig, Secret, SourceConfig};
+
+const TOP_LEVEL: &[&str] = &["listen", "admin_token", "data_dir", "adapter_dir", "body_limit_mb", "sandbox", "keys", "sources"];
+
+/// Loads `file`, expanding `${VAR}` from the process environment. `adapters` are the
+/// adapter names that exist besides the `*.wasm` files in `adapter_dir`.
+pub fn load(file: &Path, adapters: &[&str]) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Read { file: file.to_path_buf(), source })?;
+    load_str(&text, file, &|name| std::env::var(name).ok(), adapters)
+}
+
+pub fn load_str(text: &str, file: &Path, env: &dyn Fn(&str) -> Option<String>, adapters: &[&str]) -> Result<Config, ConfigError> {
+    let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env };
+    let config = c.parse(text, adapters);
+    match config {
+        Some(config) if c.errors.is_empty() => Ok(config),
+        _ => Err(ConfigError::Invalid { file: file.to_path_buf(), errors: c.errors }),
+    }
+}
+
+struct Collector<'a> {
+    index: LineIndex,
+    errors: Vec<FieldError>,
+    env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Collector<'_> {
+    fn error(&mut self, path: &str, message: impl Into<String>, fix: impl Into<String>) {
+        self.errors.push(FieldError { path: path.to_string(), line: self.index.line(path), message: message.into(), fix: fix.into() });
+    }
+
+    fn parse(&mut self, text: &str, adapters: &[&str]) -> Option<Config> {
+        let mut doc: Value = match serde_yaml::from_str(text) {
+            Ok(Value::Null) => Value::Mapping(Mapping::new()),
+            Ok(doc) => doc,
+            Err(e) => {
+                let line = e.location().map(|l| l.line());
+                self.errors.push(FieldError { path: String::new(), line, message: format!("not valid YAML: {e}"), fix: "correct the YAML syntax on that line".into() });
+                return None;
+            }
+        };
+        self.expand_tree(&mut doc, String::new());
+        let Value::Mapping(top) = doc else {
+            self.error("", "the file must be a mapping of settings (listen:, sources:, ...)", "start from config.example.yaml");
+            return None;
+        };
+        for key in top.keys() {
+            let key = key.as_str().unwrap_or_default();
+            if !TOP_LEVEL.contains(&key) {
+                let hint = closest(key, TOP_LEVEL).map(|k| format!(" (did you mean `{k}`?)")).unwrap_or_default();
+                self.error(key, format!("unknown setting `{key}`"), format!("remove it or correct its spelling{hint}; known settings: {}", TOP_LEVEL.join(", ")));
+            }
+        }
+
+        let listen_text: String = self.field(&top, "listen").unwrap_or_else(|| "127.0.0.1:8080".into());
+        let listen = match listen_text.parse::<SocketAddr>() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                self.error("listen", format!("`{listen_text}` is not an address with a port"), "write host:port, e.g. 127.0.0.1:8080 or 0.0.0.0:8080");
+                None
+            }
+        };
+        let admin_token: Option<Secret> = self.field::<Secret>(&top, "admin_token").filter(|t| !t.is_empty());
+        let data_dir: PathBuf = self.field(&top, "data_dir").unwrap_or_else(|| PathBuf::from("./data"));
+        let adapter_dir: PathBuf = self.field(&top, "adapter_dir").unwrap_or_else(|| data_dir.join("adapters"));
+        let body_limit_mb: u64 = self.field(&top, "body_limit_mb").unwrap_or(32);
+        if body_limit_mb == 0 {
+            self.error("body_limit_mb", "must be at least 1", "write a size in MiB, e.g. 32");
+        }
+        let sandbox: SandboxConfig = self.field(&top, "sandbox").unwrap_or_default();
+        let keys: Vec<KeyConfig> = self.list(&top, "keys");
+        let sources: Vec<SourceConfig> = self.list(&top, "sources");
+
+        self.check_sandbox(&sandbox);
+        self.check_keys(&keys);
+        let mut known: Vec<String> = adapters.iter().map(|s| s.to_string()).collect();
+        known.extend(wasm_stems(&adapter_dir));
+        self.check_sources(&sources, &known);
+
+        Some(Config {
+            listen: listen?,
+            admin_token,
+            data_dir,
+            adapter_dir,
+            body_limit_bytes: (body_limit_mb as usize) << 20,
+            sandbox,
+            keys,
+            sources,
+        })
+    }
+
+    /// Expands `${VAR}` in every string scalar (not in keys), recording unset variables.
+    fn expand_tree(&mut self, value: &mut Value, path: String) {
+        match value {
+            Value::String(s) => match expand(s, self.env) {
+                Ok(expanded) => *s = expanded,
+                Err(e) => self.error(&path, e.to_string(), "export the variable before starting, or give a default: ${NAME:-value}"),
+            },
+            Value::Sequence(items) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    self.expand_tree(item, format!("{path}[{i}]"));
+                }
+            }
+            Value::Mapping(map) => {
+                for (k, v) in map.iter_mut() {
+                    let k = k.as_str().unwrap_or_default();
+                    let child = if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+                    self.expand_tree(v, child);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn field<T: DeserializeOwned>(&mut self, map: &Mapping, key: &str) -> Option<T> {
+        let value = map.get(key)?.clone();
+        self.typed(value, key)
+    }
+
+    /// A list whose entries parse one by one, so a bad entry does not hide the others.
+    fn list<T: DeserializeOwned>(&mut self, map: &Mapping, key: &str) -> Vec<T> {
+        match map.get(key) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Sequence(items)) => {
+                let items = items.clone();
+                items.into_iter().enumerate().filter_map(|(i, item)| self.typed(item, &format!("{key}[{i}]"))).collect()
+            }
+            Some(_) => {
+                self.error(key, format!("`{key}` must be a list"), format!("write each entry on its own line starting with `- ` under `{key}:`"));
+                Vec::new()
+            }
+        }
+    }
+
+    fn typed<T: DeserializeOwned>(&mut self, value: Value, path: &str) -> Option<T> {
+        match serde_path_to_error::deserialize::<_, T>(value) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let inner = e.path().to_string();
+                let full = if inner == "." || inner.is_empty() { path.to_string() } else { format!("{path}.{inner}") };
+                let message = e.into_inner().to_string();
+                let fix = fix_for(&message);
+                self.error(&full, message, fix);
+                None
+            }
+        }
+    }
+
+    fn check_sandbox(&mut self, s: &SandboxConfig) {
+        if !(1..=4096).contains(&s.memory_mb) {
+            self.error("sandbox.memory_mb", "must be between 1 and 4096", "write the per-instance memory cap in MiB, e.g. 64");
+        }
+        if s.cpu_ms_per_call == 0 {
+            self.error("sandbox.cpu_ms_per_call", "must be at least 1", "write the CPU bound per adapter call in ms, e.g. 500");
+        }
+        if s.max_output_mb == 0 {
+            self.error("sandbox.max_output_mb", "must be at least 1", "write the largest adapter output in MiB, e.g. 32");
+        }
+        if s.pool_slots == 0 {
+            self.error("sandbox.pool_slots", "must be at least 1", "write how many instances may exist at once, e.g. 1000");
+        }
+    }
+
+    fn check_keys(&mut self, keys: &[KeyConfig]) {
+        let mut names = HashSet::new();
+        let mut values = HashSet::new();
+        for (i, k) in keys.iter().enumerate() {
+            if k.name.as_str().is_empty() {
+                self.error(&format!("keys[{i}].name"), "is empty", "give the key a name, e.g. alice");
+            } else if !names.insert(k.name.clone()) {
+                self.error(&format!("keys[{i}].name"), format!("key name `{}` is used twice", k.name), "give every key its own name");
+            }
+            if k.key.is_empty() {
+                self.error(&format!("keys[{i}].key"), "is empty", "set the key, e.g. key: ${ALICE_KEY}");
+            } else if !values.insert(k.key.expose().to_string()) {
+                self.error(&format!("keys[{i}].key"), "the same key value is configured twice", "give every key its own secret");
+            }
+            if k.models.is_empty() {
+                self.error(&format!("keys[{i}].models"), "is empty, so the key could use no model", "list the models it may use, or [\"*\"] for all");
+            }
+        }
+    }
+
+    fn check_sources(&mut self, sources: &[SourceConfig], adapters: &[String]) {
+        let mut names = HashSet::new();
+        for (i, s) in sources.iter().enumerate() {
+            let at = |field: &str| format!("sources[{i}].{field}");
+            let name = s.name.as_str();
+            if name.is_empty() || name.contains(['/', ':', ' ']) {
+                self.error(&at("name"), format!("`{name}` is not a usable source name"), "use letters, digits, - and _ (clients write source/model)");
+            } else if !names.insert(name.to_string()) {
+                self.error(&at("name"), format!("source name `{name}` is used twice"), "give every source its own name");
+            }
+            match reqwest::Url::parse(&s.base_url) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") => {}
+                _ => self.error(&at("base_url"), format!("`{}` is not an http(s) URL", s.base_url), "write the API base, e.g. https://api.openai.com/v1"),
+            }
+            if !adapters.iter().any(|a| a == s.adapter.as_str()) {
+                self.error(
+                    &at("adapter"),
+                    format!("no adapter named `{}`", s.adapter),
+                    format!("use one of: {}; or put {}.wasm in adapter_dir", adapters.join(", "), s.adapter),
+                );
+            }
+            if s.max_concurrent == 0 {
+                self.error(&at("max_concurrent"), "must be at least 1", "write how many requests may run at once, e.g. 10");
+            }
+            if s.timeout_seconds == 0 {
+                self.error(&at("timeout_seconds"), "must be at least 1", "write the request timeout in seconds, e.g. 120");
+            }
+            if s.connect_timeout_seconds == 0 {
+                self.error(&at("connect_timeout_seconds"), "must be at least 1", "write the connect timeout in seconds, e.g. 10");
+            }
+            if !(s.idle_timeout_seconds.is_finite() && s.idle_timeout_seconds > 0.0) {
+                self.error(&at("idle_timeout_seconds"), "must be a positive number", "write the longest silence between stream events in seconds, e.g. 60");
+            }
+            if s.models.is_empty() {
+                self.error(&at("models"), "is empty", "list the models this source serves, e.g. - name: gpt-4o");
+            }
+            let mut models = HashSet::new();
+            for (j, m) in s.models.iter().enumerate() {
+                if m.name.is_empty() {
+                    self.error(&at(&format!("models[{j}].name")), "is empty", "write the model name clients ask for");
+                } else if !models.insert(m.name.as_str()) {
+                    self.error(&at(&format!("models[{j}].name")), format!("model `{}` is listed twice in this source", m.name), "list each model once");
+                }
+            }
+        }
+    }
+}
+
+/// The file stems of `*.wasm` in `dir` (a missing dir has none).
+fn wasm_stems(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+        .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(str::to_string))
+        .collect()
+}
+
+fn fix_for(message: &str) -> String {
+    if message.starts_with("unknown field") {
+        "remove it or correct its spelling (the message lists the accepted fields)".into()
+    } else if let Some(field) = message.strip_prefix("missing field ") {
+        format!("add {field} to this entry")
+    } else if message.starts_with("unknown variant") {
+        "use one of the values the message lists".into()
+    } else if message.starts_with("invalid type") || message.starts_with("invalid value") {
+        "write a value of the type the message expects".into()
+    } else {
+        "correct the value".into()
+    }
+}
+
+/// The known name nearest to a misspelt one, if it is near enough to be a typo.
+fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+    known.iter().map(|k| (strsim::levenshtein(name, k), *k)).filter(|(d, _)| *d <= 3).min().map(|(_, k)| k)
+}

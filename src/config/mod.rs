@@ -1,0 +1,179 @@
+//! `config.yaml`: the typed configuration, and loading it with `${VAR}` expansion and
+//! validation that reports every error with file, line, field and fix.
+
+mod env;
+mod error;
+mod load;
+mod locate;
+mod names;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub use error::{ConfigError, FieldError};
+pub use load::{load, load_str};
+pub use names::{AdapterName, KeyName, Secret, SourceName, mask};
+
+use crate::plugin::SandboxLimits;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub admin_token: Option<Secret>,
+    pub data_dir: PathBuf,
+    pub adapter_dir: PathBuf,
+    /// Largest client request body.
+    pub body_limit_bytes: usize,
+    pub sandbox: SandboxConfig,
+    pub keys: Vec<KeyConfig>,
+    pub sources: Vec<SourceConfig>,
+}
+
+impl Config {
+    pub fn state_db(&self) -> PathBuf {
+        self.data_dir.join("state.db")
+    }
+
+    pub fn component_cache_dir(&self) -> PathBuf {
+        self.data_dir.join("cache")
+    }
+
+    /// Sum of `max_concurrent` over the sources using `adapter`: its instance pool's bound.
+    pub fn adapter_concurrency(&self, adapter: &AdapterName) -> usize {
+        self.sources.iter().filter(|s| &s.adapter == adapter).map(|s| s.max_concurrent as usize).sum()
+    }
+}
+
+/// `sandbox:` — limits for every adapter instance.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    pub memory_mb: u32,
+    pub cpu_ms_per_call: u64,
+    pub max_output_mb: u32,
+    pub pool_slots: u32,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        let d = SandboxLimits::default();
+        SandboxConfig {
+            memory_mb: (d.memory_bytes >> 20) as u32,
+            cpu_ms_per_call: d.cpu_per_call.as_millis() as u64,
+            max_output_mb: (d.max_output_bytes >> 20) as u32,
+            pool_slots: d.pool_slots,
+        }
+    }
+}
+
+impl SandboxConfig {
+    pub fn limits(&self) -> SandboxLimits {
+        SandboxLimits {
+            memory_bytes: (self.memory_mb as usize) << 20,
+            cpu_per_call: Duration::from_millis(self.cpu_ms_per_call),
+            max_output_bytes: (self.max_output_mb as usize) << 20,
+            pool_slots: self.pool_slots,
+        }
+    }
+}
+
+/// A gateway key clients send as `Authorization: Bearer`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyConfig {
+    pub name: KeyName,
+    pub key: Secret,
+    /// Model scope: exact names, `source/model`, `*`, or a trailing-`*` prefix.
+    pub models: Vec<String>,
+}
+
+/// One upstream endpoint + account.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceConfig {
+    pub name: SourceName,
+    pub base_url: String,
+    #[serde(default)]
+    pub api_key: Secret,
+    #[serde(default = "default_adapter")]
+    pub adapter: AdapterName,
+    #[serde(default = "default_max_concurrent")]
+    pub max_concurrent: u32,
+    /// Whole request (non-streaming), and time to the response head (streaming).
+    #[serde(default = "default_timeout_seconds")]
+    pub timeout_seconds: u64,
+    #[serde(default = "default_connect_timeout_seconds")]
+    pub connect_timeout_seconds: u64,
+    /// Longest silence between two stream events before the stream is cut.
+    #[serde(default = "default_idle_timeout_seconds")]
+    pub idle_timeout_seconds: f64,
+    /// Adapter settings, passed to the adapter as they are (e.g. `header.X-Org: acme`).
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    pub models: Vec<ModelConfig>,
+}
+
+impl SourceConfig {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout_seconds)
+    }
+
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_secs(self.connect_timeout_seconds)
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.idle_timeout_seconds)
+    }
+
+    pub fn model(&self, name: &str) -> Option<&ModelConfig> {
+        self.models.iter().find(|m| m.name == name)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// What clients ask for.
+    pub name: String,
+    /// What the upstream is sent; defaults to `name`.
+    #[serde(default)]
+    pub upstream: Option<String>,
+    #[serde(default)]
+    pub kind: ModelKind,
+}
+
+impl ModelConfig {
+    pub fn upstream_name(&self) -> &str {
+        self.upstream.as_deref().unwrap_or(&self.name)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    #[default]
+    Chat,
+    Image,
+    Embedding,
+}
+
+fn default_adapter() -> AdapterName {
+    AdapterName::new("openai")
+}
+fn default_max_concurrent() -> u32 {
+    10
+}
+fn default_timeout_seconds() -> u64 {
+    120
+}
+fn default_connect_timeout_seconds() -> u64 {
+    10
+}
+fn default_idle_timeout_seconds() -> f64 {
+    60.0
+}

@@ -1,0 +1,114 @@
+//! Names that carry meaning through the gateway, and `Secret`, which never prints itself.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+macro_rules! name_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn new(name: impl Into<String>) -> Self {
+                $name(name.into())
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+name_type!(
+    /// A source's `name`: one upstream account/endpoint.
+    SourceName
+);
+name_type!(
+    /// A source's `adapter`: a built-in adapter or a file stem in `adapter_dir`.
+    AdapterName
+);
+name_type!(
+    /// A gateway key's `name` (never the key itself).
+    KeyName
+);
+
+/// An API key or token. Debug and Display show only a masked form.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The real value: only for building upstream requests and comparing keys.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `sk-…wxyz`: enough to recognise a key, never enough to use it.
+    pub fn masked(&self) -> String {
+        mask(&self.0)
+    }
+}
+
+/// Masks any secret-looking string: a short prefix and the last four characters survive.
+pub fn mask(value: &str) -> String {
+    let chars: Vec<char> = value.chars().collect();
+    if chars.is_empty() {
+        return String::new();
+    }
+    if chars.len() <= 8 {
+        return "…".repeat(1);
+    }
+    let head: String = chars.iter().take(3).collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    format!("{head}…{tail}")
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secret({})", self.masked())
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.masked())
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Secret)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_never_print_in_full() {
+        let secret = Secret::new("sk-proj-abcdefghijklmnop");
+        assert_eq!(secret.masked(), "sk-…mnop");
+        assert_eq!(format!("{secret:?}"), "Secret(sk-…mnop)");
+        assert!(!format!("{secret}").contains("abcdefgh"));
+        assert_eq!(Secret::new("short").masked(), "…");
+        assert_eq!(Secret::new("").masked(), "");
+    }
+}

@@ -1,0 +1,10 @@
+//! Switchyard: an LLM API gateway whose protocol adapters are sandboxed WebAssembly components.
+//! server → router → provider (adapter session in the plugin host → upstream); state in SQLite.
+
+pub mod config;
+pub mod plugin;
+pub mod provider;
+pub mod router;
+pub mod server;
+pub mod startup;
+pub mod state;

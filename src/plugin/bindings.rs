@@ -1,0 +1,96 @@
+//! Host side of the WIT world: generated bindings, the per-store state, and the two imports
+//! (log, clock) a guest gets. WASI is linked with an empty context: no files, env or sockets.
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, Result};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::config::AdapterName;
+
+wasmtime::component::bindgen!({
+    world: "adapter-world",
+    path: "wit",
+});
+
+pub use exports::switchyard::adapter::adapter::{Metadata, SourceContext};
+pub use switchyard::adapter::types::{
+    AdapterError as GuestError, ErrorKind, HttpRequest, HttpResponse, StreamEvent, StreamFraming, StreamOutput,
+};
+
+/// Everything one store (one pooled instance) owns.
+pub struct GuestState {
+    pub adapter: AdapterName,
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub limiter: MemoryLimiter,
+}
+
+impl GuestState {
+    pub fn new(adapter: AdapterName, memory_bytes: usize) -> Self {
+        GuestState {
+            adapter,
+            // Nothing inherited: no args, env, preopened dirs, stdio or network.
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter { max_bytes: memory_bytes, peak_bytes: 0, hit: false },
+        }
+    }
+}
+
+impl WasiView for GuestState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Refuses growth past the cap and remembers that it did, so a trap can be named.
+pub struct MemoryLimiter {
+    max_bytes: usize,
+    peak_bytes: usize,
+    pub hit: bool,
+}
+
+impl MemoryLimiter {
+    /// An instance that once grew past a quarter of its cap keeps that memory committed:
+    /// retire it rather than pool it.
+    pub fn is_bloated(&self) -> bool {
+        self.peak_bytes > self.max_bytes / 4
+    }
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
+        if desired > self.max_bytes {
+            self.hit = true;
+            return Ok(false);
+        }
+        self.peak_bytes = self.peak_bytes.max(desired);
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+impl switchyard::adapter::types::Host for GuestState {}
+
+impl switchyard::adapter::host::Host for GuestState {
+    fn log(&mut self, level: switchyard::adapter::host::LogLevel, message: String) {
+        use switchyard::adapter::host::LogLevel;
+        let adapter = self.adapter.as_str();
+        // Guests may log a lot; cap each line so a chatty guest cannot flood the log.
+        let message: String = message.chars().take(2000).collect();
+        match level {
+            LogLevel::Trace => tracing::trace!(adapter, "{message}"),
+            LogLevel::Debug => tracing::debug!(adapter, "{message}"),
+            LogLevel::Info => tracing::info!(adapter, "{message}"),
+            LogLevel::Warn => tracing::warn!(adapter, "{message}"),
+            LogLevel::Error => tracing::error!(adapter, "{message}"),
+        }
+    }
+
+    fn now_unix_ms(&mut self) -> u64 {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    }
+}

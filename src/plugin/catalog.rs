@@ -1,0 +1,33 @@
+//! Which adapters exist: the components embedded at build time, and the files an operator
+//! put in `adapter_dir`.
+
+use std::path::{Path, PathBuf};
+
+use super::LoadWarning;
+
+/// Built-in adapters, compiled from `plugins/` by build.rs.
+pub const BUILTIN_ADAPTERS: &[(&str, &[u8])] = &[("openai", include_bytes!(concat!(env!("OUT_DIR"), "/guests/openai.wasm")))];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdapterOrigin {
+    Builtin,
+    File(PathBuf),
+}
+
+/// The `*.wasm` files of `adapter_dir`, sorted; a missing directory is simply empty.
+pub fn adapter_files(dir: &Path, warnings: &mut Vec<LoadWarning>) -> Vec<PathBuf> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            warnings.push(LoadWarning { file: dir.to_path_buf(), message: format!("cannot list adapter_dir: {e}") });
+            return Vec::new();
+        }
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.is_file() && path.extension().is_some_and(|ext| ext == "wasm"))
+        .collect();
+    files.sort();
+    files
+}

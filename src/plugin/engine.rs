@@ -1,0 +1,120 @@
+//! The process's one wasmtime `Engine` and every sandbox limit, set in one place:
+//! pooled instances, memory cap, CPU deadline per call (epoch ticks), output cap.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// How often the epoch advances; a call's CPU bound is rounded up to whole ticks.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Limits every guest runs under (config: `sandbox:`).
+#[derive(Debug, Clone)]
+pub struct SandboxLimits {
+    /// Linear memory per instance.
+    pub memory_bytes: usize,
+    /// Wall-clock CPU bound for one guest call.
+    pub cpu_per_call: Duration,
+    /// Largest body or chunk list a guest may hand back.
+    pub max_output_bytes: usize,
+    /// Instance slots the pooling allocator reserves address space for (not memory).
+    pub pool_slots: u32,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        SandboxLimits {
+            memory_bytes: 64 << 20,
+            cpu_per_call: Duration::from_millis(500),
+            max_output_bytes: 32 << 20,
+            pool_slots: 1000,
+        }
+    }
+}
+
+impl SandboxLimits {
+    /// Epoch ticks to allow one call: the bound, rounded up, plus the tick already running.
+    pub fn deadline_ticks(&self) -> u64 {
+        let tick = EPOCH_TICK.as_nanos();
+        (self.cpu_per_call.as_nanos().div_ceil(tick) as u64).max(1) + 1
+    }
+}
+
+pub fn build_engine(limits: &SandboxLimits) -> wasmtime::Result<Engine> {
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(limits.pool_slots)
+        // A wasip2 Rust component holds a few core instances (main module + adapter shims).
+        .max_core_instances_per_component(8)
+        .total_core_instances(limits.pool_slots * 8)
+        .max_memories_per_component(2)
+        .total_memories(limits.pool_slots * 2)
+        .max_tables_per_component(4)
+        .total_tables(limits.pool_slots * 4)
+        .total_stacks(limits.pool_slots)
+        .max_memory_size(limits.memory_bytes);
+
+    let mut config = Config::new();
+    config
+        .epoch_interruption(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
+        // Reserve just the cap: thousands of slots stay cheap in address space.
+        .memory_reservation(limits.memory_bytes as u64)
+        .memory_reservation_for_growth(0)
+        .max_wasm_stack(512 << 10);
+    Engine::new(&config)
+}
+
+/// Advances the engine's epoch on a background thread; stops when dropped.
+pub struct EpochTicker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EpochTicker {
+    pub fn start(engine: &Engine) -> EpochTicker {
+        let stop = Arc::new(AtomicBool::new(false));
+        let engine = engine.weak();
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("wasm-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    match engine.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .expect("spawning the epoch thread");
+        EpochTicker { stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadline_rounds_up_and_allows_the_running_tick() {
+        let mut limits = SandboxLimits::default();
+        limits.cpu_per_call = Duration::from_millis(500);
+        assert_eq!(limits.deadline_ticks(), 101);
+        limits.cpu_per_call = Duration::from_millis(7);
+        assert_eq!(limits.deadline_ticks(), 3);
+        limits.cpu_per_call = Duration::ZERO;
+        assert_eq!(limits.deadline_ticks(), 2);
+    }
+}

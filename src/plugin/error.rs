@@ -1,0 +1,55 @@
+//! What can go wrong inside the sandbox, named precisely: which adapter, which guest call, why.
+//! An adapter's own verdict on an upstream (its `adapter-error`) is not a sandbox error.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::config::AdapterName;
+
+/// The guest entry point that was running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestCall {
+    Instantiate,
+    Describe,
+    OpenSession,
+    TransformRequest,
+    TransformResponse,
+    TransformStreamChunk,
+    FinishStream,
+}
+
+impl fmt::Display for GuestCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GuestCall::Instantiate => "instantiate",
+            GuestCall::Describe => "describe",
+            GuestCall::OpenSession => "session constructor",
+            GuestCall::TransformRequest => "transform-request",
+            GuestCall::TransformResponse => "transform-response",
+            GuestCall::TransformStreamChunk => "transform-stream-chunk",
+            GuestCall::FinishStream => "finish-stream",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxCause {
+    #[error("exceeded its CPU bound of {} ms per call", .0.as_millis())]
+    CpuLimit(Duration),
+    #[error("exceeded its memory cap of {} MiB", .0 >> 20)]
+    MemoryLimit(usize),
+    #[error("returned {bytes} bytes, over the {limit}-byte output cap")]
+    OutputTooLarge { bytes: usize, limit: usize },
+    #[error("trapped: {0}")]
+    Trap(String),
+    #[error("no instance became free within {} ms", .0.as_millis())]
+    PoolExhausted(Duration),
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("adapter `{adapter}` failed in {call}: {cause}")]
+pub struct SandboxError {
+    pub adapter: AdapterName,
+    pub call: GuestCall,
+    pub cause: SandboxCause,
+}

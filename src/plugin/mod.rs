@@ -1,0 +1,234 @@
+//! The plugin host: loads adapters (built-in components, overrides from `adapter_dir`),
+//! compiles them once through the disk cache, and opens pooled, bounded sessions.
+
+mod bindings;
+mod cache;
+mod catalog;
+mod engine;
+mod error;
+mod pool;
+mod session;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Engine, Store};
+
+pub use bindings::{ErrorKind, GuestError, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent, StreamFraming, StreamOutput};
+pub use cache::CacheOutcome;
+pub use catalog::{AdapterOrigin, BUILTIN_ADAPTERS};
+pub use engine::SandboxLimits;
+pub use error::{GuestCall, SandboxCause, SandboxError};
+pub use session::{AdapterSession, GuestResult};
+
+use bindings::{AdapterWorld, AdapterWorldPre, GuestState};
+use cache::ComponentCache;
+use engine::EpochTicker;
+use pool::{Instance, InstancePool};
+
+use crate::config::AdapterName;
+
+/// How long a request waits for a free instance before the attempt fails.
+const CHECKOUT_WAIT: Duration = Duration::from_secs(30);
+
+/// One loaded adapter: its compiled component, ready to instantiate, and its pool.
+pub struct Adapter {
+    name: AdapterName,
+    origin: AdapterOrigin,
+    metadata: Metadata,
+    pre: AdapterWorldPre<GuestState>,
+    engine: Engine,
+    limits: Arc<SandboxLimits>,
+    pool: InstancePool,
+}
+
+impl Adapter {
+    pub fn name(&self) -> &AdapterName {
+        &self.name
+    }
+
+    pub fn origin(&self) -> &AdapterOrigin {
+        &self.origin
+    }
+
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// (capacity, idle instances) of the pool.
+    pub fn pool_stats(&self) -> (usize, usize) {
+        (self.pool.capacity(), self.pool.idle_count())
+    }
+
+    pub fn set_pool_capacity(&self, capacity: usize) {
+        self.pool.set_capacity(capacity);
+    }
+
+    /// Checks out an instance (warm if one is idle) and opens a guest session on it.
+    pub async fn open_session(self: &Arc<Self>, context: &SourceContext) -> Result<AdapterSession, SandboxError> {
+        let permit = self
+            .pool
+            .acquire(CHECKOUT_WAIT)
+            .await
+            .ok_or_else(|| self.sandbox_error(GuestCall::OpenSession, SandboxCause::PoolExhausted(CHECKOUT_WAIT)))?;
+        let mut instance = match self.pool.take_idle() {
+            Some(instance) => instance,
+            None => self.instantiate()?,
+        };
+        instance.store.set_epoch_deadline(self.limits.deadline_ticks());
+        let opened = instance.world.switchyard_adapter_adapter().session().call_constructor(&mut instance.store, context);
+        match opened {
+            Ok(resource) => Ok(AdapterSession::new(self.clone(), instance, resource, permit)),
+            Err(e) => Err(self.sandbox_error(GuestCall::OpenSession, self.trap_cause(&e, instance.store.data()))),
+        }
+    }
+
+    fn instantiate(&self) -> Result<Instance, SandboxError> {
+        let mut store = Store::new(&self.engine, GuestState::new(self.name.clone(), self.limits.memory_bytes));
+        store.limiter(|state| &mut state.limiter);
+        store.epoch_deadline_trap();
+        store.set_epoch_deadline(self.limits.deadline_ticks());
+        match self.pre.instantiate(&mut store) {
+            Ok(world) => Ok(Instance { store, world }),
+            Err(e) => Err(self.sandbox_error(GuestCall::Instantiate, self.trap_cause(&e, store.data()))),
+        }
+    }
+
+    fn sandbox_error(&self, call: GuestCall, cause: SandboxCause) -> SandboxError {
+        SandboxError { adapter: self.name.clone(), call, cause }
+    }
+
+    fn trap_cause(&self, error: &wasmtime::Error, state: &GuestState) -> SandboxCause {
+        session::trap_cause(error, state, &self.limits)
+    }
+}
+
+/// A problem with one adapter file that did not stop the others from loading.
+#[derive(Debug, Clone)]
+pub struct LoadWarning {
+    pub file: PathBuf,
+    pub message: String,
+}
+
+/// The engine, the linker, and every adapter by name.
+pub struct PluginHost {
+    engine: Engine,
+    linker: Linker<GuestState>,
+    limits: Arc<SandboxLimits>,
+    cache: ComponentCache,
+    adapters: HashMap<AdapterName, Arc<Adapter>>,
+    _ticker: EpochTicker,
+}
+
+/// What loading cost, for logs and benchmarks.
+#[derive(Debug, Default, Clone)]
+pub struct LoadReport {
+    pub compiled: usize,
+    pub cache_hits: usize,
+    pub warnings: Vec<LoadWarning>,
+}
+
+impl PluginHost {
+    /// Builds the engine and loads the built-ins, then every `*.wasm` in `adapter_dir`
+    /// (a file named like a built-in overrides it). `cache_dir: None` disables the disk cache.
+    pub fn load(limits: SandboxLimits, cache_dir: Option<PathBuf>, adapter_dir: Option<&Path>) -> anyhow::Result<(PluginHost, LoadReport)> {
+        let engine = engine::build_engine(&limits).map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e}"))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| anyhow::anyhow!("linking WASI: {e}"))?;
+        AdapterWorld::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |state| state)
+            .map_err(|e| anyhow::anyhow!("linking host imports: {e}"))?;
+        let mut host = PluginHost {
+            cache: ComponentCache::new(cache_dir, &engine),
+            _ticker: EpochTicker::start(&engine),
+            engine,
+            linker,
+            limits: Arc::new(limits),
+            adapters: HashMap::new(),
+        };
+        let mut report = LoadReport::default();
+        for (name, wasm) in BUILTIN_ADAPTERS {
+            let adapter = host
+                .compile(AdapterName::new(*name), AdapterOrigin::Builtin, wasm, &mut report)
+                .map_err(|e| anyhow::anyhow!("built-in adapter `{name}` does not load: {e}"))?;
+            host.adapters.insert(adapter.name.clone(), Arc::new(adapter));
+        }
+        if let Some(dir) = adapter_dir {
+            for file in catalog::adapter_files(dir, &mut report.warnings) {
+                host.load_file(&file, &mut report);
+            }
+        }
+        Ok((host, report))
+    }
+
+    /// Loads one `.wasm` file, replacing a same-named adapter; a failure leaves the old one.
+    pub fn load_file(&mut self, file: &Path, report: &mut LoadReport) -> bool {
+        let Some(name) = file.file_stem().and_then(|s| s.to_str()).map(AdapterName::new) else {
+            return false;
+        };
+        let loaded = std::fs::read(file)
+            .map_err(|e| format!("cannot read it: {e}"))
+            .and_then(|wasm| self.compile(name.clone(), AdapterOrigin::File(file.to_path_buf()), &wasm, report));
+        match loaded {
+            Ok(adapter) => {
+                if self.adapters.contains_key(&name) {
+                    tracing::info!(file = %file.display(), "adapter `{name}` from adapter_dir overrides the built-in");
+                }
+                self.adapters.insert(name, Arc::new(adapter));
+                true
+            }
+            Err(message) => {
+                let fallback = if self.adapters.contains_key(&name) { format!("; keeping the built-in `{name}`") } else { String::new() };
+                let message = format!("{message}{fallback}");
+                tracing::warn!(file = %file.display(), "adapter file skipped: {message}");
+                report.warnings.push(LoadWarning { file: file.to_path_buf(), message });
+                false
+            }
+        }
+    }
+
+    fn compile(&self, name: AdapterName, origin: AdapterOrigin, wasm: &[u8], report: &mut LoadReport) -> Result<Adapter, String> {
+        let (component, outcome) = self.cache.load(&self.engine, wasm).map_err(|e| format!("not a valid WebAssembly component: {e}"))?;
+        match outcome {
+            CacheOutcome::Hit => report.cache_hits += 1,
+            CacheOutcome::Compiled => report.compiled += 1,
+        }
+        let instance_pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| format!("does not fit the switchyard:adapter world (or imports what the sandbox denies): {e}"))?;
+        let pre = AdapterWorldPre::new(instance_pre).map_err(|e| format!("does not export the switchyard:adapter world: {e}"))?;
+        let mut adapter = Adapter {
+            name,
+            origin,
+            metadata: Metadata { name: String::new(), version: String::new(), protocol: String::new(), stream_framing: StreamFraming::Sse },
+            pre,
+            engine: self.engine.clone(),
+            limits: self.limits.clone(),
+            pool: InstancePool::new(1),
+        };
+        // One throwaway instance proves the component runs and tells us what it is.
+        let mut probe = adapter.instantiate().map_err(|e| e.to_string())?;
+        probe.store.set_epoch_deadline(self.limits.deadline_ticks());
+        adapter.metadata = probe
+            .world
+            .switchyard_adapter_adapter()
+            .call_describe(&mut probe.store)
+            .map_err(|e| adapter.sandbox_error(GuestCall::Describe, adapter.trap_cause(&e, probe.store.data())).to_string())?;
+        Ok(adapter)
+    }
+
+    pub fn adapter(&self, name: &AdapterName) -> Option<&Arc<Adapter>> {
+        self.adapters.get(name)
+    }
+
+    pub fn adapters(&self) -> impl Iterator<Item = &Arc<Adapter>> {
+        self.adapters.values()
+    }
+
+    pub fn limits(&self) -> &SandboxLimits {
+        &self.limits
+    }
+}

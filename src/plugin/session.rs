@@ -1,0 +1,133 @@
+//! One request's adapter session: holds a pooled instance and the guest `session` resource
+//! from the first call to the last chunk; every call runs under the CPU deadline.
+
+use std::sync::Arc;
+
+use tokio::sync::OwnedSemaphorePermit;
+use wasmtime::component::ResourceAny;
+use wasmtime::{Store, Trap};
+
+use super::bindings::{AdapterWorld, GuestError, GuestState, HttpRequest, HttpResponse, StreamEvent, StreamOutput};
+use super::error::{GuestCall, SandboxCause, SandboxError};
+use super::pool::Instance;
+use super::Adapter;
+
+/// Outer error: the sandbox failed. Inner error: the adapter's own classified verdict.
+pub type GuestResult<T> = Result<Result<T, GuestError>, SandboxError>;
+
+pub struct AdapterSession {
+    adapter: Arc<Adapter>,
+    instance: Option<Instance>,
+    resource: ResourceAny,
+    /// Set once a call trapped or broke a limit: the instance is never reused.
+    poisoned: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl AdapterSession {
+    pub(super) fn new(adapter: Arc<Adapter>, instance: Instance, resource: ResourceAny, permit: OwnedSemaphorePermit) -> Self {
+        AdapterSession { adapter, instance: Some(instance), resource, poisoned: false, _permit: permit }
+    }
+
+    pub fn adapter(&self) -> &Adapter {
+        &self.adapter
+    }
+
+    pub fn transform_request(&mut self, unified: &str) -> GuestResult<HttpRequest> {
+        let out = self.call(GuestCall::TransformRequest, |store, world, session| {
+            world.switchyard_adapter_adapter().session().call_transform_request(store, session, unified)
+        })?;
+        if let Ok(request) = &out {
+            let bytes = request.body.len() + request.url.len() + request.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+            self.check_output(GuestCall::TransformRequest, bytes)?;
+        }
+        Ok(out)
+    }
+
+    pub fn transform_response(&mut self, response: &HttpResponse) -> GuestResult<String> {
+        let out = self.call(GuestCall::TransformResponse, |store, world, session| {
+            world.switchyard_adapter_adapter().session().call_transform_response(store, session, response)
+        })?;
+        if let Ok(body) = &out {
+            self.check_output(GuestCall::TransformResponse, body.len())?;
+        }
+        Ok(out)
+    }
+
+    pub fn transform_stream_chunk(&mut self, event: &StreamEvent) -> GuestResult<StreamOutput> {
+        let out = self.call(GuestCall::TransformStreamChunk, |store, world, session| {
+            world.switchyard_adapter_adapter().session().call_transform_stream_chunk(store, session, event)
+        })?;
+        self.check_stream_output(GuestCall::TransformStreamChunk, &out)?;
+        Ok(out)
+    }
+
+    pub fn finish_stream(&mut self) -> GuestResult<StreamOutput> {
+        let out = self.call(GuestCall::FinishStream, |store, world, session| {
+            world.switchyard_adapter_adapter().session().call_finish_stream(store, session)
+        })?;
+        self.check_stream_output(GuestCall::FinishStream, &out)?;
+        Ok(out)
+    }
+
+    fn check_stream_output(&mut self, call: GuestCall, out: &Result<StreamOutput, GuestError>) -> Result<(), SandboxError> {
+        match out {
+            Ok(o) => self.check_output(call, o.chunks.iter().map(String::len).sum()),
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn check_output(&mut self, call: GuestCall, bytes: usize) -> Result<(), SandboxError> {
+        let limit = self.adapter.limits.max_output_bytes;
+        if bytes > limit {
+            self.poisoned = true;
+            return Err(self.adapter.sandbox_error(call, SandboxCause::OutputTooLarge { bytes, limit }));
+        }
+        Ok(())
+    }
+
+    fn call<R>(
+        &mut self,
+        call: GuestCall,
+        f: impl FnOnce(&mut Store<GuestState>, &AdapterWorld, ResourceAny) -> wasmtime::Result<R>,
+    ) -> Result<R, SandboxError> {
+        let instance = self.instance.as_mut().expect("a session holds its instance until dropped");
+        if self.poisoned {
+            return Err(self.adapter.sandbox_error(call, SandboxCause::Trap("instance already failed".into())));
+        }
+        instance.store.set_epoch_deadline(self.adapter.limits.deadline_ticks());
+        match f(&mut instance.store, &instance.world, self.resource) {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                self.poisoned = true;
+                let cause = self.adapter.trap_cause(&e, instance.store.data());
+                Err(self.adapter.sandbox_error(call, cause))
+            }
+        }
+    }
+}
+
+impl Drop for AdapterSession {
+    fn drop(&mut self) {
+        let Some(mut instance) = self.instance.take() else { return };
+        if self.poisoned {
+            return;
+        }
+        instance.store.set_epoch_deadline(self.adapter.limits.deadline_ticks());
+        if self.resource.resource_drop(&mut instance.store).is_ok() && !instance.store.data().limiter.is_bloated() {
+            self.adapter.pool.put_back(instance);
+        }
+    }
+}
+
+/// Names a wasmtime error: our own limiter and the epoch deadline first, then the trap itself.
+pub(super) fn trap_cause(error: &wasmtime::Error, state: &GuestState, limits: &super::SandboxLimits) -> SandboxCause {
+    if state.limiter.hit {
+        return SandboxCause::MemoryLimit(limits.memory_bytes);
+    }
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => SandboxCause::CpuLimit(limits.cpu_per_call),
+        Some(trap) => SandboxCause::Trap(trap.to_string()),
+        None => SandboxCause::Trap(format!("{error:#}")),
+    }
+}

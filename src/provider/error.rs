@@ -1,0 +1,46 @@
+//! Why one attempt at one source failed, classified so the client gets the right status and
+//! the scheduler (later) knows whether to try elsewhere.
+
+use std::time::Duration;
+
+use crate::config::SourceName;
+use crate::plugin::{ErrorKind, SandboxError};
+
+/// Which timeout fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutPhase {
+    /// No response head within `timeout_seconds`.
+    FirstByte,
+    /// A stream went silent for `idle_timeout_seconds`.
+    Idle,
+    /// A non-streaming request took longer than `timeout_seconds` in all.
+    Total,
+}
+
+impl std::fmt::Display for TimeoutPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TimeoutPhase::FirstByte => "waiting for the response",
+            TimeoutPhase::Idle => "waiting for the next stream event",
+            TimeoutPhase::Total => "for the whole request",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AttemptError {
+    /// The adapter trapped, hit a limit, or could not be checked out.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// The adapter produced an HTTP request the host cannot send.
+    #[error("adapter `{adapter}` built an unusable upstream request: {message}")]
+    BadAdapterOutput { adapter: String, message: String },
+    /// The upstream answered with an error, as classified by the adapter.
+    #[error("source `{source_name}` answered {}: {message}", status.map(|s| s.to_string()).unwrap_or_else(|| "with an error".into()))]
+    Upstream { source_name: SourceName, kind: ErrorKind, status: Option<u16>, message: String, retry_after: Option<Duration> },
+    /// Connecting, sending or reading failed.
+    #[error("source `{source_name}` could not be reached: {message}")]
+    Transport { source_name: SourceName, message: String },
+    #[error("source `{source_name}` timed out {phase} (after {} ms)", after.as_millis())]
+    Timeout { source_name: SourceName, phase: TimeoutPhase, after: Duration },
+}

@@ -1,0 +1,179 @@
+//! One attempt at one source: open an adapter session, let it build the upstream request,
+//! send it with reqwest under the source's timeouts, and translate the answer back.
+
+mod error;
+mod framing;
+mod stream;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+pub use error::{AttemptError, TimeoutPhase};
+pub use stream::ChunkStream;
+
+use crate::config::{Config, ModelConfig, SourceConfig, SourceName};
+use crate::plugin::{Adapter, GuestError, HttpRequest, HttpResponse, SourceContext};
+
+/// Largest upstream response body read into memory (non-streaming answers, error bodies).
+const MAX_RESPONSE_BYTES: usize = 64 << 20;
+
+/// Where an attempt goes: the source, the model entry, and the adapter that speaks to it.
+pub struct Target<'a> {
+    pub source: &'a SourceConfig,
+    pub model: &'a ModelConfig,
+    pub adapter: &'a Arc<Adapter>,
+}
+
+impl Target<'_> {
+    fn context(&self) -> SourceContext {
+        SourceContext {
+            source_name: self.source.name.to_string(),
+            base_url: self.source.base_url.trim_end_matches('/').to_string(),
+            api_key: self.source.api_key.expose().to_string(),
+            upstream_model: self.model.upstream_name().to_string(),
+            settings: self.source.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        }
+    }
+}
+
+/// HTTP clients, one per source (each has its own connect timeout and connection pool).
+pub struct Provider {
+    clients: HashMap<SourceName, reqwest::Client>,
+}
+
+impl Provider {
+    pub fn new(config: &Config) -> anyhow::Result<Provider> {
+        let mut clients = HashMap::new();
+        for source in &config.sources {
+            let client = reqwest::Client::builder()
+                .connect_timeout(source.connect_timeout())
+                .pool_idle_timeout(Duration::from_secs(90))
+                .tcp_nodelay(true)
+                .build()?;
+            clients.insert(source.name.clone(), client);
+        }
+        Ok(Provider { clients })
+    }
+
+    /// A non-streaming request: the unified response JSON.
+    pub async fn complete(&self, target: &Target<'_>, unified: &str) -> Result<String, AttemptError> {
+        let mut session = target.adapter.open_session(&target.context()).await?;
+        let request = guest(target.source, session.transform_request(unified))?;
+        let timeout = target.source.timeout();
+        let exchange = async {
+            let response = self.send(target, request).await?;
+            read_response(target, response).await
+        };
+        let response = tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| AttemptError::Timeout { source_name: target.source.name.clone(), phase: TimeoutPhase::Total, after: timeout })??;
+        guest(target.source, session.transform_response(&response))
+    }
+
+    /// A streaming request: resolves once the upstream answered 2xx; the stream then yields
+    /// unified chunks as upstream events arrive, holding the adapter session to the end.
+    pub async fn stream(&self, target: &Target<'_>, unified: &str) -> Result<ChunkStream, AttemptError> {
+        let mut session = target.adapter.open_session(&target.context()).await?;
+        let request = guest(target.source, session.transform_request(unified))?;
+        let timeout = target.source.timeout();
+        let response = tokio::time::timeout(timeout, self.send(target, request))
+            .await
+            .map_err(|_| AttemptError::Timeout { source_name: target.source.name.clone(), phase: TimeoutPhase::FirstByte, after: timeout })??;
+        if !response.status().is_success() {
+            let response = read_response(target, response).await?;
+            return Err(match guest(target.source, session.transform_response(&response)) {
+                Err(e) => e,
+                Ok(_) => AttemptError::Upstream {
+                    source_name: target.source.name.clone(),
+                    kind: crate::plugin::ErrorKind::Server,
+                    status: Some(response.status),
+                    message: format!("upstream answered HTTP {}", response.status),
+                    retry_after: None,
+                },
+            });
+        }
+        let framing = session.adapter().metadata().stream_framing;
+        Ok(ChunkStream::new(session, framing::events(response, framing), target))
+    }
+
+    async fn send(&self, target: &Target<'_>, request: HttpRequest) -> Result<reqwest::Response, AttemptError> {
+        let adapter = target.adapter.name().to_string();
+        let bad = |message: String| AttemptError::BadAdapterOutput { adapter: adapter.clone(), message };
+        let method = reqwest::Method::from_bytes(request.method.as_bytes()).map_err(|_| bad(format!("`{}` is not an HTTP method", request.method)))?;
+        let url = reqwest::Url::parse(&request.url).map_err(|e| bad(format!("`{}` is not a URL: {e}", request.url)))?;
+        let mut headers = HeaderMap::with_capacity(request.headers.len());
+        for (name, value) in request.headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad(format!("`{name}` is not a header name")))?;
+            let value = HeaderValue::from_str(&value).map_err(|_| bad(format!("the value of header `{name}` is not valid")))?;
+            headers.append(name, value);
+        }
+        let client = self.clients.get(&target.source.name).expect("a client exists for every configured source");
+        client
+            .request(method, url)
+            .headers(headers)
+            .body(request.body)
+            .send()
+            .await
+            .map_err(|e| transport(target, &e))
+    }
+}
+
+async fn read_response(target: &Target<'_>, mut response: reqwest::Response) -> Result<HttpResponse, AttemptError> {
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_string(), v.to_string())))
+        .collect();
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| transport(target, &e))? {
+        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            return Err(AttemptError::Transport {
+                source_name: target.source.name.clone(),
+                message: format!("response body exceeds {} MiB", MAX_RESPONSE_BYTES >> 20),
+            });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(HttpResponse { status, headers, body })
+}
+
+/// Flattens a guest call: sandbox failures and the adapter's own verdict both become attempt errors.
+fn guest<T>(source: &SourceConfig, result: Result<Result<T, GuestError>, crate::plugin::SandboxError>) -> Result<T, AttemptError> {
+    match result {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(verdict)) => Err(upstream(source, verdict)),
+        Err(sandbox) => Err(AttemptError::Sandbox(sandbox)),
+    }
+}
+
+fn upstream(source: &SourceConfig, verdict: GuestError) -> AttemptError {
+    AttemptError::Upstream {
+        source_name: source.name.clone(),
+        kind: verdict.kind,
+        status: verdict.status,
+        message: scrub(source, &verdict.message),
+        retry_after: verdict.retry_after_ms.map(Duration::from_millis),
+    }
+}
+
+fn transport(target: &Target<'_>, error: &reqwest::Error) -> AttemptError {
+    // reqwest's Display names the URL only; walk the chain for the OS-level reason.
+    let mut message = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(inner) = cause {
+        message.push_str(": ");
+        message.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    AttemptError::Transport { source_name: target.source.name.clone(), message: scrub(target.source, &message) }
+}
+
+/// Upstream messages sometimes echo the key they were sent; never pass it on.
+fn scrub(source: &SourceConfig, message: &str) -> String {
+    let key = source.api_key.expose();
+    if key.len() >= 8 && message.contains(key) { message.replace(key, &source.api_key.masked()) } else { message.to_string() }
+}

@@ -1,0 +1,89 @@
+//! Gateway keys: `Authorization: Bearer` lookup by digest (no plaintext compare loops) and
+//! model scopes.
+
+use std::collections::HashMap;
+
+use axum::http::{HeaderMap, StatusCode, header};
+use sha2::{Digest, Sha256};
+
+use super::error::ApiError;
+use crate::config::{KeyConfig, KeyName};
+
+/// What a key may use: exact names, `source/model`, `*`, or a trailing-`*` prefix.
+#[derive(Debug, Clone)]
+pub struct ModelScope {
+    patterns: Vec<String>,
+}
+
+impl ModelScope {
+    pub fn new(patterns: Vec<String>) -> Self {
+        ModelScope { patterns }
+    }
+
+    /// True when any of `names` (the requested name, and what it resolved to) is in scope.
+    pub fn allows(&self, names: &[&str]) -> bool {
+        self.patterns.iter().any(|p| names.iter().any(|n| matches(p, n)))
+    }
+}
+
+fn matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+#[derive(Debug)]
+pub struct KeyEntry {
+    pub name: KeyName,
+    pub scope: ModelScope,
+}
+
+pub struct KeyTable {
+    by_digest: HashMap<[u8; 32], KeyEntry>,
+}
+
+impl KeyTable {
+    pub fn new(keys: &[KeyConfig]) -> Self {
+        let by_digest = keys
+            .iter()
+            .map(|k| (digest(k.key.expose()), KeyEntry { name: k.name.clone(), scope: ModelScope::new(k.models.clone()) }))
+            .collect();
+        KeyTable { by_digest }
+    }
+
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<&KeyEntry, ApiError> {
+        let unauthorized = |message: &str| ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", message).code("invalid_api_key");
+        let value = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| unauthorized("missing gateway key: send it as `Authorization: Bearer <key>`"))?;
+        let token = value
+            .strip_prefix("Bearer ")
+            .or_else(|| value.strip_prefix("bearer "))
+            .map(str::trim)
+            .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <key>`"))?;
+        self.by_digest.get(&digest(token)).ok_or_else(|| unauthorized("invalid gateway key"))
+    }
+}
+
+fn digest(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_match_exact_prefix_and_star() {
+        let scope = ModelScope::new(vec!["gpt-4o".into(), "claude-*".into(), "local/llama3".into()]);
+        assert!(scope.allows(&["gpt-4o"]));
+        assert!(!scope.allows(&["gpt-4o-mini"]));
+        assert!(scope.allows(&["claude-sonnet-4"]));
+        assert!(scope.allows(&["llama3", "local/llama3"]));
+        assert!(!scope.allows(&["llama3", "other/llama3"]));
+        assert!(ModelScope::new(vec!["*".into()]).allows(&["anything"]));
+        assert!(!ModelScope::new(vec![]).allows(&["anything"]));
+    }
+}

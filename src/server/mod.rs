@@ -1,0 +1,64 @@
+//! The HTTP front door: shared gateway state, the axum router, and serving it.
+
+mod auth;
+mod chat;
+mod error;
+mod models;
+mod request;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+
+pub use auth::{KeyTable, ModelScope};
+pub use error::ApiError;
+
+use crate::config::Config;
+use crate::plugin::PluginHost;
+use crate::provider::Provider;
+
+/// Everything a request handler needs, shared read-only.
+pub struct Gateway {
+    pub config: Config,
+    pub plugins: PluginHost,
+    pub provider: Provider,
+    pub keys: KeyTable,
+}
+
+impl Gateway {
+    pub fn new(config: Config, plugins: PluginHost) -> anyhow::Result<Gateway> {
+        for adapter in plugins.adapters() {
+            adapter.set_pool_capacity(config.adapter_concurrency(adapter.name()));
+        }
+        Ok(Gateway { provider: Provider::new(&config)?, keys: KeyTable::new(&config.keys), config, plugins })
+    }
+}
+
+pub fn router(gateway: Arc<Gateway>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat::chat_completions))
+        .route("/v1/models", get(models::list_models))
+        .route("/health", get(models::health))
+        .fallback(not_found)
+        .with_state(gateway)
+}
+
+async fn not_found(uri: axum::http::Uri) -> impl IntoResponse {
+    ApiError::new(axum::http::StatusCode::NOT_FOUND, "invalid_request_error", format!("no route for {}", uri.path())).code("unknown_url")
+}
+
+/// Binds `addr` and serves until `shutdown` resolves; returns the bound address at once.
+pub async fn serve(
+    gateway: Arc<Gateway>,
+    addr: SocketAddr,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let app = router(gateway);
+    let handle = tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await });
+    Ok((bound, handle))
+}

@@ -1,0 +1,31 @@
+//! `GET /v1/models` (what this key may use, in OpenAI's list format) and `GET /health`.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use serde_json::{Value, json};
+
+use super::Gateway;
+use super::error::ApiError;
+
+pub async fn list_models(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+    let key = gw.keys.authenticate(&headers)?;
+    let mut seen = BTreeSet::new();
+    let mut data = Vec::new();
+    for source in &gw.config.sources {
+        for model in &source.models {
+            let qualified = format!("{}/{}", source.name, model.name);
+            if key.scope.allows(&[&model.name, &qualified]) && seen.insert(model.name.clone()) {
+                data.push(json!({"id": model.name, "object": "model", "created": 0, "owned_by": source.name}));
+            }
+        }
+    }
+    Ok(Json(json!({"object": "list", "data": data})))
+}
+
+pub async fn health() -> Json<Value> {
+    Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))
+}

@@ -1,0 +1,156 @@
+//! Reading a client body: the size limit (413), JSON syntax (400), and the types of the
+//! fields the gateway reads or forwards (400 naming the field), all as OpenAI errors.
+
+use axum::body::{Body, Bytes};
+use axum::http::StatusCode;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+use super::error::ApiError;
+
+pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            format!("request body exceeds the gateway's limit of {} MiB (body_limit_mb)", limit >> 20),
+        )
+        .code("request_too_large")),
+        Err(e) => Err(ApiError::invalid_request(format!("could not read the request body: {e}"))),
+    }
+}
+
+/// Parses `bytes` as `T`, naming the offending field on type errors.
+pub fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Ok(value) => de.end().map(|_| value).map_err(|e| ApiError::invalid_request(format!("request body is not valid JSON: {e}"))),
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if inner.is_syntax() || inner.is_eof() {
+                Err(ApiError::invalid_request(format!("request body is not valid JSON: {inner}")))
+            } else if path == "." {
+                Err(ApiError::invalid_request(format!("invalid request: {inner}")))
+            } else {
+                Err(ApiError::invalid_request(format!("invalid `{path}`: {inner}")).param(path))
+            }
+        }
+    }
+}
+
+/// The Chat Completions fields the gateway checks before any adapter sees the request;
+/// everything else passes through untouched. Most fields exist only to be type-checked.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+pub struct ChatRequest<'a> {
+    #[serde(borrow)]
+    pub model: std::borrow::Cow<'a, str>,
+    pub messages: Vec<Message>,
+    #[serde(default)]
+    pub stream: Option<bool>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u64>,
+    pub max_completion_tokens: Option<u64>,
+    pub n: Option<u32>,
+    pub presence_penalty: Option<f64>,
+    pub frequency_penalty: Option<f64>,
+    pub seed: Option<i64>,
+    pub stop: Option<Stop>,
+    pub tools: Option<Vec<Tool>>,
+    pub stream_options: Option<IgnoredAny>,
+}
+
+impl ChatRequest<'_> {
+    pub fn streaming(&self) -> bool {
+        self.stream.unwrap_or(false)
+    }
+}
+
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    #[serde(default)]
+    pub content: Option<Content>,
+}
+
+#[derive(Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+    Tool,
+    Function,
+}
+
+/// `content`: a string or a list of typed parts.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(untagged, expecting = "a string or an array of content parts")]
+pub enum Content {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+pub struct Part {
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(untagged, expecting = "a string or an array of strings")]
+pub enum Stop {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+pub struct Tool {
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(body: &str) -> ApiError {
+        parse_json::<ChatRequest>(body.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn names_the_field_with_the_wrong_type() {
+        let e = err(r#"{"model":"m","messages":[],"temperature":"hot"}"#);
+        assert_eq!(e.param.as_deref(), Some("temperature"));
+        assert!(e.message.contains("invalid `temperature`"), "{}", e.message);
+        let e = err(r#"{"model":"m","messages":[{"role":"robot","content":"x"}]}"#);
+        assert_eq!(e.param.as_deref(), Some("messages[0].role"));
+        let e = err(r#"{"model":"m","messages":[{"role":"user","content":5}]}"#);
+        assert_eq!(e.param.as_deref(), Some("messages[0].content"));
+    }
+
+    #[test]
+    fn reports_syntax_errors_and_missing_fields() {
+        assert!(err(r#"{"model": "#).message.starts_with("request body is not valid JSON"));
+        assert!(err(r#"{"model":"m","messages":[]} trailing"#).message.starts_with("request body is not valid JSON"));
+        assert!(err(r#"{"messages":[]}"#).message.contains("missing field `model`"));
+    }
+
+    #[test]
+    fn accepts_parts_and_unknown_fields() {
+        let body = r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"logit_bias":{},"stream":true}"#;
+        let req = parse_json::<ChatRequest>(body.as_bytes()).unwrap();
+        assert!(req.streaming());
+        assert_eq!(req.model, "m");
+    }
+}

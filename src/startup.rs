@@ -1,0 +1,29 @@
+//! The boot sequence shared by `serve` and `check`: config → data_dir → state database →
+//! plugin host (built-ins, adapter_dir overrides, compiled cache) → gateway.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::{self, Config, ConfigError};
+use crate::plugin::{BUILTIN_ADAPTERS, LoadReport, PluginHost};
+use crate::server::Gateway;
+
+/// Reads and validates the config file, knowing the built-in adapter names.
+pub fn load_config(file: &Path) -> Result<Config, ConfigError> {
+    let builtins: Vec<&str> = BUILTIN_ADAPTERS.iter().map(|(name, _)| *name).collect();
+    config::load(file, &builtins)
+}
+
+/// Prepares `data_dir`, opens the state database and loads every adapter.
+pub fn build(config: Config) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| anyhow::anyhow!("cannot create data_dir {}: {e}", config.data_dir.display()))?;
+    crate::state::open(&config.state_db())?;
+    let (plugins, report) = PluginHost::load(config.sandbox.limits(), Some(config.component_cache_dir()), Some(&config.adapter_dir))?;
+    for source in &config.sources {
+        if plugins.adapter(&source.adapter).is_none() {
+            anyhow::bail!("source `{}` uses adapter `{}`, which did not load (see the warnings above)", source.name, source.adapter);
+        }
+    }
+    Ok((Arc::new(Gateway::new(config, plugins)?), report))
+}
