@@ -28,7 +28,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG").unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let config = match startup::load_config(&cli.config) {
@@ -38,19 +41,34 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     match cli.command.unwrap_or(Command::Serve) {
-        Command::Check => check(config),
-        Command::Serve => serve(config),
+        Command::Check => runtime.block_on(check(config)),
+        Command::Serve => runtime.block_on(serve(config)),
     }
 }
 
-fn check(config: switchyard::config::Config) -> ExitCode {
+async fn check(config: switchyard::config::Config) -> ExitCode {
     let (sources, keys) = (config.sources.len(), config.keys.len());
-    match startup::build(config) {
+    match startup::build(config).await {
         Ok((gateway, report)) => {
-            let adapters: Vec<String> = gateway.plugins.adapters().map(|a| a.name().to_string()).collect();
-            println!("config OK: {sources} sources, {keys} keys, adapters: {}", adapters.join(", "));
-            if report.warnings.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+            let adapters: Vec<String> = gateway
+                .plugins
+                .adapters()
+                .map(|a| a.name().to_string())
+                .collect();
+            println!(
+                "config OK: {sources} sources, {keys} keys, adapters: {}",
+                adapters.join(", ")
+            );
+            if report.warnings.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
         }
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -59,51 +77,52 @@ fn check(config: switchyard::config::Config) -> ExitCode {
     }
 }
 
-fn serve(config: switchyard::config::Config) -> ExitCode {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
-    runtime.block_on(async move {
-        let listen = config.listen;
-        let started = std::time::Instant::now();
-        let (gateway, report) = match startup::build(config) {
-            Ok(built) => built,
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                return ExitCode::from(1);
-            }
-        };
-        tracing::info!(
-            compiled = report.compiled,
-            cache_hits = report.cache_hits,
-            warnings = report.warnings.len(),
-            "adapters ready in {} ms",
-            started.elapsed().as_millis()
-        );
-        if gateway.config.keys.is_empty() {
-            tracing::warn!("no gateway keys are configured: every /v1 request will be refused (add keys: to the config)");
+async fn serve(config: switchyard::config::Config) -> ExitCode {
+    let listen = config.listen;
+    let started = std::time::Instant::now();
+    let (gateway, report) = match startup::build(config).await {
+        Ok(built) => built,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(1);
         }
-        let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
-            tracing::info!("shutting down");
-        };
-        match switchyard::server::serve(Arc::clone(&gateway), listen, shutdown).await {
-            Ok((addr, handle)) => {
-                tracing::info!("switchyard listening on http://{addr}");
-                match handle.await {
-                    Ok(Ok(())) => ExitCode::SUCCESS,
-                    Ok(Err(e)) => {
-                        eprintln!("error: server failed: {e}");
-                        ExitCode::from(1)
-                    }
-                    Err(e) => {
-                        eprintln!("error: server task failed: {e}");
-                        ExitCode::from(1)
-                    }
+    };
+    tracing::info!(
+        compiled = report.compiled,
+        cache_hits = report.cache_hits,
+        warnings = report.warnings.len(),
+        "adapters ready in {} ms",
+        started.elapsed().as_millis()
+    );
+    if gateway.config.keys.is_empty() {
+        tracing::warn!(
+            "no gateway keys are configured: every /v1 request will be refused (add keys: to the config)"
+        );
+    }
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutting down");
+    };
+    match switchyard::server::serve(Arc::clone(&gateway), listen, shutdown).await {
+        Ok((addr, handle)) => {
+            tracing::info!("switchyard listening on http://{addr}");
+            match handle.await {
+                Ok(Ok(())) => ExitCode::SUCCESS,
+                Ok(Err(e)) => {
+                    eprintln!("error: server failed: {e}");
+                    ExitCode::from(1)
+                }
+                Err(e) => {
+                    eprintln!("error: server task failed: {e}");
+                    ExitCode::from(1)
                 }
             }
-            Err(e) => {
-                eprintln!("error: cannot listen on {listen}: {e}\n    fix: choose a free address under `listen:` in the config");
-                ExitCode::from(1)
-            }
         }
-    })
+        Err(e) => {
+            eprintln!(
+                "error: cannot listen on {listen}: {e}\n    fix: choose a free address under `listen:` in the config"
+            );
+            ExitCode::from(1)
+        }
+    }
 }

@@ -15,14 +15,24 @@ pub fn load_config(file: &Path) -> Result<Config, ConfigError> {
 }
 
 /// Prepares `data_dir`, opens the state database and loads every adapter.
-pub fn build(config: Config) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
-    std::fs::create_dir_all(&config.data_dir)
-        .map_err(|e| anyhow::anyhow!("cannot create data_dir {}: {e}", config.data_dir.display()))?;
+pub async fn build(config: Config) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
+    std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+        anyhow::anyhow!("cannot create data_dir {}: {e}", config.data_dir.display())
+    })?;
     crate::state::open(&config.state_db())?;
-    let (plugins, report) = PluginHost::load(config.sandbox.limits(), Some(config.component_cache_dir()), Some(&config.adapter_dir))?;
+    let (plugins, report) = PluginHost::load(
+        config.sandbox.limits(),
+        Some(config.component_cache_dir()),
+        Some(&config.adapter_dir),
+    )
+    .await?;
     for source in &config.sources {
         if plugins.adapter(&source.adapter).is_none() {
-            anyhow::bail!("source `{}` uses adapter `{}`, which did not load (see the warnings above)", source.name, source.adapter);
+            anyhow::bail!(
+                "source `{}` uses adapter `{}`, which did not load (see the warnings above)",
+                source.name,
+                source.adapter
+            );
         }
     }
     Ok((Arc::new(Gateway::new(config, plugins)?), report))

@@ -13,21 +13,46 @@ use super::error::{ConfigError, FieldError};
 use super::locate::LineIndex;
 use super::{Config, KeyConfig, SandboxConfig, Secret, SourceConfig};
 
-const TOP_LEVEL: &[&str] = &["listen", "admin_token", "data_dir", "adapter_dir", "body_limit_mb", "sandbox", "keys", "sources"];
+const TOP_LEVEL: &[&str] = &[
+    "listen",
+    "admin_token",
+    "data_dir",
+    "adapter_dir",
+    "body_limit_mb",
+    "sandbox",
+    "keys",
+    "sources",
+];
 
 /// Loads `file`, expanding `${VAR}` from the process environment. `adapters` are the
 /// adapter names that exist besides the `*.wasm` files in `adapter_dir`.
 pub fn load(file: &Path, adapters: &[&str]) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Read { file: file.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Read {
+        file: file.to_path_buf(),
+        source,
+    })?;
     load_str(&text, file, &|name| std::env::var(name).ok(), adapters)
 }
 
-pub fn load_str(text: &str, file: &Path, env: &dyn Fn(&str) -> Option<String>, adapters: &[&str]) -> Result<Config, ConfigError> {
-    let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env };
+pub fn load_str(
+    text: &str,
+    file: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    adapters: &[&str],
+) -> Result<Config, ConfigError> {
+    let mut c = Collector {
+        index: LineIndex::new(text),
+        errors: Vec::new(),
+        env,
+    };
     let config = c.parse(text, adapters);
+    c.errors.sort_by_key(|e| e.line.unwrap_or(0));
     match config {
         Some(config) if c.errors.is_empty() => Ok(config),
-        _ => Err(ConfigError::Invalid { file: file.to_path_buf(), errors: c.errors }),
+        _ => Err(ConfigError::Invalid {
+            file: file.to_path_buf(),
+            errors: c.errors,
+        }),
     }
 }
 
@@ -39,7 +64,12 @@ struct Collector<'a> {
 
 impl Collector<'_> {
     fn error(&mut self, path: &str, message: impl Into<String>, fix: impl Into<String>) {
-        self.errors.push(FieldError { path: path.to_string(), line: self.index.line(path), message: message.into(), fix: fix.into() });
+        self.errors.push(FieldError {
+            path: path.to_string(),
+            line: self.index.line(path),
+            message: message.into(),
+            fix: fix.into(),
+        });
     }
 
     fn parse(&mut self, text: &str, adapters: &[&str]) -> Option<Config> {
@@ -48,37 +78,71 @@ impl Collector<'_> {
             Ok(doc) => doc,
             Err(e) => {
                 let line = e.location().map(|l| l.line());
-                self.errors.push(FieldError { path: String::new(), line, message: format!("not valid YAML: {e}"), fix: "correct the YAML syntax on that line".into() });
+                self.errors.push(FieldError {
+                    path: String::new(),
+                    line,
+                    message: format!("not valid YAML: {e}"),
+                    fix: "correct the YAML syntax on that line".into(),
+                });
                 return None;
             }
         };
         self.expand_tree(&mut doc, String::new());
         let Value::Mapping(top) = doc else {
-            self.error("", "the file must be a mapping of settings (listen:, sources:, ...)", "start from config.example.yaml");
+            self.error(
+                "",
+                "the file must be a mapping of settings (listen:, sources:, ...)",
+                "start from config.example.yaml",
+            );
             return None;
         };
         for key in top.keys() {
             let key = key.as_str().unwrap_or_default();
             if !TOP_LEVEL.contains(&key) {
-                let hint = closest(key, TOP_LEVEL).map(|k| format!(" (did you mean `{k}`?)")).unwrap_or_default();
-                self.error(key, format!("unknown setting `{key}`"), format!("remove it or correct its spelling{hint}; known settings: {}", TOP_LEVEL.join(", ")));
+                let hint = closest(key, TOP_LEVEL)
+                    .map(|k| format!(" (did you mean `{k}`?)"))
+                    .unwrap_or_default();
+                self.error(
+                    key,
+                    format!("unknown setting `{key}`"),
+                    format!(
+                        "remove it or correct its spelling{hint}; known settings: {}",
+                        TOP_LEVEL.join(", ")
+                    ),
+                );
             }
         }
 
-        let listen_text: String = self.field(&top, "listen").unwrap_or_else(|| "127.0.0.1:8080".into());
+        let listen_text: String = self
+            .field(&top, "listen")
+            .unwrap_or_else(|| "127.0.0.1:8080".into());
         let listen = match listen_text.parse::<SocketAddr>() {
             Ok(addr) => Some(addr),
             Err(_) => {
-                self.error("listen", format!("`{listen_text}` is not an address with a port"), "write host:port, e.g. 127.0.0.1:8080 or 0.0.0.0:8080");
+                self.error(
+                    "listen",
+                    format!("`{listen_text}` is not an address with a port"),
+                    "write host:port, e.g. 127.0.0.1:8080 or 0.0.0.0:8080",
+                );
                 None
             }
         };
-        let admin_token: Option<Secret> = self.field::<Secret>(&top, "admin_token").filter(|t| !t.is_empty());
-        let data_dir: PathBuf = self.field(&top, "data_dir").unwrap_or_else(|| PathBuf::from("./data"));
-        let adapter_dir: PathBuf = self.field(&top, "adapter_dir").unwrap_or_else(|| data_dir.join("adapters"));
+        let admin_token: Option<Secret> = self
+            .field::<Secret>(&top, "admin_token")
+            .filter(|t| !t.is_empty());
+        let data_dir: PathBuf = self
+            .field(&top, "data_dir")
+            .unwrap_or_else(|| PathBuf::from("./data"));
+        let adapter_dir: PathBuf = self
+            .field(&top, "adapter_dir")
+            .unwrap_or_else(|| data_dir.join("adapters"));
         let body_limit_mb: u64 = self.field(&top, "body_limit_mb").unwrap_or(32);
         if body_limit_mb == 0 {
-            self.error("body_limit_mb", "must be at least 1", "write a size in MiB, e.g. 32");
+            self.error(
+                "body_limit_mb",
+                "must be at least 1",
+                "write a size in MiB, e.g. 32",
+            );
         }
         let sandbox: SandboxConfig = self.field(&top, "sandbox").unwrap_or_default();
         let keys: Vec<KeyConfig> = self.list(&top, "keys");
@@ -107,7 +171,11 @@ impl Collector<'_> {
         match value {
             Value::String(s) => match expand(s, self.env) {
                 Ok(expanded) => *s = expanded,
-                Err(e) => self.error(&path, e.to_string(), "export the variable before starting, or give a default: ${NAME:-value}"),
+                Err(e) => self.error(
+                    &path,
+                    e.to_string(),
+                    "export the variable before starting, or give a default: ${NAME:-value}",
+                ),
             },
             Value::Sequence(items) => {
                 for (i, item) in items.iter_mut().enumerate() {
@@ -117,7 +185,11 @@ impl Collector<'_> {
             Value::Mapping(map) => {
                 for (k, v) in map.iter_mut() {
                     let k = k.as_str().unwrap_or_default();
-                    let child = if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+                    let child = if path.is_empty() {
+                        k.to_string()
+                    } else {
+                        format!("{path}.{k}")
+                    };
                     self.expand_tree(v, child);
                 }
             }
@@ -136,10 +208,18 @@ impl Collector<'_> {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Sequence(items)) => {
                 let items = items.clone();
-                items.into_iter().enumerate().filter_map(|(i, item)| self.typed(item, &format!("{key}[{i}]"))).collect()
+                items
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(i, item)| self.typed(item, &format!("{key}[{i}]")))
+                    .collect()
             }
             Some(_) => {
-                self.error(key, format!("`{key}` must be a list"), format!("write each entry on its own line starting with `- ` under `{key}:`"));
+                self.error(
+                    key,
+                    format!("`{key}` must be a list"),
+                    format!("write each entry on its own line starting with `- ` under `{key}:`"),
+                );
                 Vec::new()
             }
         }
@@ -150,7 +230,11 @@ impl Collector<'_> {
             Ok(v) => Some(v),
             Err(e) => {
                 let inner = e.path().to_string();
-                let full = if inner == "." || inner.is_empty() { path.to_string() } else { format!("{path}.{inner}") };
+                let full = if inner == "." || inner.is_empty() {
+                    path.to_string()
+                } else {
+                    format!("{path}.{inner}")
+                };
                 let message = e.into_inner().to_string();
                 let fix = fix_for(&message);
                 self.error(&full, message, fix);
@@ -161,16 +245,32 @@ impl Collector<'_> {
 
     fn check_sandbox(&mut self, s: &SandboxConfig) {
         if !(1..=4096).contains(&s.memory_mb) {
-            self.error("sandbox.memory_mb", "must be between 1 and 4096", "write the per-instance memory cap in MiB, e.g. 64");
+            self.error(
+                "sandbox.memory_mb",
+                "must be between 1 and 4096",
+                "write the per-instance memory cap in MiB, e.g. 64",
+            );
         }
         if s.cpu_ms_per_call == 0 {
-            self.error("sandbox.cpu_ms_per_call", "must be at least 1", "write the CPU bound per adapter call in ms, e.g. 500");
+            self.error(
+                "sandbox.cpu_ms_per_call",
+                "must be at least 1",
+                "write the CPU bound per adapter call in ms, e.g. 500",
+            );
         }
         if s.max_output_mb == 0 {
-            self.error("sandbox.max_output_mb", "must be at least 1", "write the largest adapter output in MiB, e.g. 32");
+            self.error(
+                "sandbox.max_output_mb",
+                "must be at least 1",
+                "write the largest adapter output in MiB, e.g. 32",
+            );
         }
         if s.pool_slots == 0 {
-            self.error("sandbox.pool_slots", "must be at least 1", "write how many instances may exist at once, e.g. 1000");
+            self.error(
+                "sandbox.pool_slots",
+                "must be at least 1",
+                "write how many instances may exist at once, e.g. 1000",
+            );
         }
     }
 
@@ -179,17 +279,37 @@ impl Collector<'_> {
         let mut values = HashSet::new();
         for (i, k) in keys.iter().enumerate() {
             if k.name.as_str().is_empty() {
-                self.error(&format!("keys[{i}].name"), "is empty", "give the key a name, e.g. alice");
+                self.error(
+                    &format!("keys[{i}].name"),
+                    "is empty",
+                    "give the key a name, e.g. alice",
+                );
             } else if !names.insert(k.name.clone()) {
-                self.error(&format!("keys[{i}].name"), format!("key name `{}` is used twice", k.name), "give every key its own name");
+                self.error(
+                    &format!("keys[{i}].name"),
+                    format!("key name `{}` is used twice", k.name),
+                    "give every key its own name",
+                );
             }
             if k.key.is_empty() {
-                self.error(&format!("keys[{i}].key"), "is empty", "set the key, e.g. key: ${ALICE_KEY}");
+                self.error(
+                    &format!("keys[{i}].key"),
+                    "is empty",
+                    "set the key, e.g. key: ${ALICE_KEY}",
+                );
             } else if !values.insert(k.key.expose().to_string()) {
-                self.error(&format!("keys[{i}].key"), "the same key value is configured twice", "give every key its own secret");
+                self.error(
+                    &format!("keys[{i}].key"),
+                    "the same key value is configured twice",
+                    "give every key its own secret",
+                );
             }
             if k.models.is_empty() {
-                self.error(&format!("keys[{i}].models"), "is empty, so the key could use no model", "list the models it may use, or [\"*\"] for all");
+                self.error(
+                    &format!("keys[{i}].models"),
+                    "is empty, so the key could use no model",
+                    "list the models it may use, or [\"*\"] for all",
+                );
             }
         }
     }
@@ -200,42 +320,86 @@ impl Collector<'_> {
             let at = |field: &str| format!("sources[{i}].{field}");
             let name = s.name.as_str();
             if name.is_empty() || name.contains(['/', ':', ' ']) {
-                self.error(&at("name"), format!("`{name}` is not a usable source name"), "use letters, digits, - and _ (clients write source/model)");
+                self.error(
+                    &at("name"),
+                    format!("`{name}` is not a usable source name"),
+                    "use letters, digits, - and _ (clients write source/model)",
+                );
             } else if !names.insert(name.to_string()) {
-                self.error(&at("name"), format!("source name `{name}` is used twice"), "give every source its own name");
+                self.error(
+                    &at("name"),
+                    format!("source name `{name}` is used twice"),
+                    "give every source its own name",
+                );
             }
             match reqwest::Url::parse(&s.base_url) {
                 Ok(url) if matches!(url.scheme(), "http" | "https") => {}
-                _ => self.error(&at("base_url"), format!("`{}` is not an http(s) URL", s.base_url), "write the API base, e.g. https://api.openai.com/v1"),
+                _ => self.error(
+                    &at("base_url"),
+                    format!("`{}` is not an http(s) URL", s.base_url),
+                    "write the API base, e.g. https://api.openai.com/v1",
+                ),
             }
             if !adapters.iter().any(|a| a == s.adapter.as_str()) {
                 self.error(
                     &at("adapter"),
                     format!("no adapter named `{}`", s.adapter),
-                    format!("use one of: {}; or put {}.wasm in adapter_dir", adapters.join(", "), s.adapter),
+                    format!(
+                        "use one of: {}; or put {}.wasm in adapter_dir",
+                        adapters.join(", "),
+                        s.adapter
+                    ),
                 );
             }
             if s.max_concurrent == 0 {
-                self.error(&at("max_concurrent"), "must be at least 1", "write how many requests may run at once, e.g. 10");
+                self.error(
+                    &at("max_concurrent"),
+                    "must be at least 1",
+                    "write how many requests may run at once, e.g. 10",
+                );
             }
             if s.timeout_seconds == 0 {
-                self.error(&at("timeout_seconds"), "must be at least 1", "write the request timeout in seconds, e.g. 120");
+                self.error(
+                    &at("timeout_seconds"),
+                    "must be at least 1",
+                    "write the request timeout in seconds, e.g. 120",
+                );
             }
             if s.connect_timeout_seconds == 0 {
-                self.error(&at("connect_timeout_seconds"), "must be at least 1", "write the connect timeout in seconds, e.g. 10");
+                self.error(
+                    &at("connect_timeout_seconds"),
+                    "must be at least 1",
+                    "write the connect timeout in seconds, e.g. 10",
+                );
             }
             if !(s.idle_timeout_seconds.is_finite() && s.idle_timeout_seconds > 0.0) {
-                self.error(&at("idle_timeout_seconds"), "must be a positive number", "write the longest silence between stream events in seconds, e.g. 60");
+                self.error(
+                    &at("idle_timeout_seconds"),
+                    "must be a positive number",
+                    "write the longest silence between stream events in seconds, e.g. 60",
+                );
             }
             if s.models.is_empty() {
-                self.error(&at("models"), "is empty", "list the models this source serves, e.g. - name: gpt-4o");
+                self.error(
+                    &at("models"),
+                    "is empty",
+                    "list the models this source serves, e.g. - name: gpt-4o",
+                );
             }
             let mut models = HashSet::new();
             for (j, m) in s.models.iter().enumerate() {
                 if m.name.is_empty() {
-                    self.error(&at(&format!("models[{j}].name")), "is empty", "write the model name clients ask for");
+                    self.error(
+                        &at(&format!("models[{j}].name")),
+                        "is empty",
+                        "write the model name clients ask for",
+                    );
                 } else if !models.insert(m.name.as_str()) {
-                    self.error(&at(&format!("models[{j}].name")), format!("model `{}` is listed twice in this source", m.name), "list each model once");
+                    self.error(
+                        &at(&format!("models[{j}].name")),
+                        format!("model `{}` is listed twice in this source", m.name),
+                        "list each model once",
+                    );
                 }
             }
         }
@@ -244,7 +408,9 @@ impl Collector<'_> {
 
 /// The file stems of `*.wasm` in `dir` (a missing dir has none).
 fn wasm_stems(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
@@ -268,5 +434,10 @@ fn fix_for(message: &str) -> String {
 
 /// The known name nearest to a misspelt one, if it is near enough to be a typo.
 fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
-    known.iter().map(|k| (strsim::levenshtein(name, k), *k)).filter(|(d, _)| *d <= 3).min().map(|(_, k)| k)
+    known
+        .iter()
+        .map(|k| (strsim::levenshtein(name, k), *k))
+        .filter(|(d, _)| *d <= 3)
+        .min()
+        .map(|(_, k)| k)
 }

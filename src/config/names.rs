@@ -73,7 +73,7 @@ pub fn mask(value: &str) -> String {
         return String::new();
     }
     if chars.len() <= 8 {
-        return "…".repeat(1);
+        return "…".to_string();
     }
     let head: String = chars.iter().take(3).collect();
     let tail: String = chars[chars.len() - 4..].iter().collect();

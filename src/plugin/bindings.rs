@@ -7,15 +7,19 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::config::AdapterName;
 
+// Exports are async so guest calls run on a fiber: WASI's host side (e.g. a panicking guest
+// writing to stderr) is tokio-based and must not block a runtime worker.
 wasmtime::component::bindgen!({
     world: "adapter-world",
     path: "wit",
+    exports: { default: async },
 });
 
-pub use exports::switchyard::adapter::adapter::{Metadata, SourceContext};
-pub use switchyard::adapter::types::{
-    AdapterError as GuestError, ErrorKind, HttpRequest, HttpResponse, StreamEvent, StreamFraming, StreamOutput,
+pub use self::switchyard::adapter::types::{
+    AdapterError as GuestError, ErrorKind, HttpRequest, HttpResponse, StreamEvent, StreamFraming,
+    StreamOutput,
 };
+pub use exports::switchyard::adapter::adapter::{Metadata, SourceContext};
 
 /// Everything one store (one pooled instance) owns.
 pub struct GuestState {
@@ -32,14 +36,21 @@ impl GuestState {
             // Nothing inherited: no args, env, preopened dirs, stdio or network.
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
-            limiter: MemoryLimiter { max_bytes: memory_bytes, peak_bytes: 0, hit: false },
+            limiter: MemoryLimiter {
+                max_bytes: memory_bytes,
+                peak_bytes: 0,
+                hit: false,
+            },
         }
     }
 }
 
 impl WasiView for GuestState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -59,7 +70,12 @@ impl MemoryLimiter {
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> Result<bool> {
         if desired > self.max_bytes {
             self.hit = true;
             return Ok(false);
@@ -68,16 +84,21 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> Result<bool> {
         Ok(desired <= 100_000)
     }
 }
 
-impl switchyard::adapter::types::Host for GuestState {}
+impl self::switchyard::adapter::types::Host for GuestState {}
 
-impl switchyard::adapter::host::Host for GuestState {
-    fn log(&mut self, level: switchyard::adapter::host::LogLevel, message: String) {
-        use switchyard::adapter::host::LogLevel;
+impl self::switchyard::adapter::host::Host for GuestState {
+    fn log(&mut self, level: self::switchyard::adapter::host::LogLevel, message: String) {
+        use self::switchyard::adapter::host::LogLevel;
         let adapter = self.adapter.as_str();
         // Guests may log a lot; cap each line so a chatty guest cannot flood the log.
         let message: String = message.chars().take(2000).collect();
@@ -91,6 +112,9 @@ impl switchyard::adapter::host::Host for GuestState {
     }
 
     fn now_unix_ms(&mut self) -> u64 {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0)
     }
 }

@@ -26,22 +26,33 @@ impl ComponentCache {
         let mut hasher = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         env!("CARGO_PKG_VERSION").hash(&mut hasher);
-        ComponentCache { dir, engine_key: format!("{:016x}", hasher.finish()) }
+        ComponentCache {
+            dir,
+            engine_key: format!("{:016x}", hasher.finish()),
+        }
     }
 
-    pub fn load(&self, engine: &Engine, wasm: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
+    pub fn load(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
             return Ok((Component::new(engine, wasm)?, CacheOutcome::Compiled));
         };
         let digest = Sha256::digest(wasm);
         let hash: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
         let path = dir.join(format!("{}-{hash}.cwasm", self.engine_key));
-        if path.exists() {
+        // Read into memory rather than mmap: a file truncated under us cannot then fault.
+        if let Ok(bytes) = std::fs::read(&path) {
             // SAFETY: the file is ours: written below by this engine configuration, named by
-            // the hash of the exact wasm bytes and the engine's compatibility hash.
-            match unsafe { Component::deserialize_file(engine, &path) } {
+            // the hash of the exact wasm bytes and the engine's compatibility hash; wasmtime
+            // still checks its header and engine compatibility.
+            match unsafe { Component::deserialize(engine, &bytes) } {
                 Ok(component) => return Ok((component, CacheOutcome::Hit)),
-                Err(e) => tracing::warn!(path = %path.display(), "ignoring unreadable compiled-component cache entry: {e}"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), "ignoring unreadable compiled-component cache entry: {e}")
+                }
             }
         }
         let component = Component::new(engine, wasm)?;

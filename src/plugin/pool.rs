@@ -13,6 +13,9 @@ use super::bindings::{AdapterWorld, GuestState};
 pub struct Instance {
     pub store: Store<GuestState>,
     pub world: AdapterWorld,
+    /// The previous session's guest resource, dropped at the next checkout (drops are async
+    /// guest calls, which `Drop` cannot make).
+    pub stale: Option<wasmtime::component::ResourceAny>,
 }
 
 pub struct InstancePool {
@@ -24,7 +27,11 @@ pub struct InstancePool {
 impl InstancePool {
     pub fn new(capacity: usize) -> Self {
         let capacity = capacity.max(1);
-        InstancePool { idle: Mutex::new(Vec::new()), permits: Arc::new(Semaphore::new(capacity)), capacity: Mutex::new(capacity) }
+        InstancePool {
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(capacity)),
+            capacity: Mutex::new(capacity),
+        }
     }
 
     /// Resizes the bound (sources added or removed); sessions in flight keep their permits.

@@ -7,10 +7,12 @@ use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::component::ResourceAny;
 use wasmtime::{Store, Trap};
 
-use super::bindings::{AdapterWorld, GuestError, GuestState, HttpRequest, HttpResponse, StreamEvent, StreamOutput};
+use super::Adapter;
+use super::bindings::{
+    AdapterWorld, GuestError, GuestState, HttpRequest, HttpResponse, StreamEvent, StreamOutput,
+};
 use super::error::{GuestCall, SandboxCause, SandboxError};
 use super::pool::Instance;
-use super::Adapter;
 
 /// Outer error: the sandbox failed. Inner error: the adapter's own classified verdict.
 pub type GuestResult<T> = Result<Result<T, GuestError>, SandboxError>;
@@ -25,52 +27,92 @@ pub struct AdapterSession {
 }
 
 impl AdapterSession {
-    pub(super) fn new(adapter: Arc<Adapter>, instance: Instance, resource: ResourceAny, permit: OwnedSemaphorePermit) -> Self {
-        AdapterSession { adapter, instance: Some(instance), resource, poisoned: false, _permit: permit }
+    pub(super) fn new(
+        adapter: Arc<Adapter>,
+        instance: Instance,
+        resource: ResourceAny,
+        permit: OwnedSemaphorePermit,
+    ) -> Self {
+        AdapterSession {
+            adapter,
+            instance: Some(instance),
+            resource,
+            poisoned: false,
+            _permit: permit,
+        }
     }
 
     pub fn adapter(&self) -> &Adapter {
         &self.adapter
     }
 
-    pub fn transform_request(&mut self, unified: &str) -> GuestResult<HttpRequest> {
-        let out = self.call(GuestCall::TransformRequest, |store, world, session| {
-            world.switchyard_adapter_adapter().session().call_transform_request(store, session, unified)
-        })?;
+    pub async fn transform_request(&mut self, unified: &str) -> GuestResult<HttpRequest> {
+        let (store, world, session) = self.enter(GuestCall::TransformRequest)?;
+        let result = world
+            .switchyard_adapter_adapter()
+            .session()
+            .call_transform_request(store, session, unified)
+            .await;
+        let out = self.settle(GuestCall::TransformRequest, result)?;
         if let Ok(request) = &out {
-            let bytes = request.body.len() + request.url.len() + request.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+            let bytes = request.body.len()
+                + request.url.len()
+                + request
+                    .headers
+                    .iter()
+                    .map(|(k, v)| k.len() + v.len())
+                    .sum::<usize>();
             self.check_output(GuestCall::TransformRequest, bytes)?;
         }
         Ok(out)
     }
 
-    pub fn transform_response(&mut self, response: &HttpResponse) -> GuestResult<String> {
-        let out = self.call(GuestCall::TransformResponse, |store, world, session| {
-            world.switchyard_adapter_adapter().session().call_transform_response(store, session, response)
-        })?;
+    pub async fn transform_response(&mut self, response: &HttpResponse) -> GuestResult<String> {
+        let (store, world, session) = self.enter(GuestCall::TransformResponse)?;
+        let result = world
+            .switchyard_adapter_adapter()
+            .session()
+            .call_transform_response(store, session, response)
+            .await;
+        let out = self.settle(GuestCall::TransformResponse, result)?;
         if let Ok(body) = &out {
             self.check_output(GuestCall::TransformResponse, body.len())?;
         }
         Ok(out)
     }
 
-    pub fn transform_stream_chunk(&mut self, event: &StreamEvent) -> GuestResult<StreamOutput> {
-        let out = self.call(GuestCall::TransformStreamChunk, |store, world, session| {
-            world.switchyard_adapter_adapter().session().call_transform_stream_chunk(store, session, event)
-        })?;
+    pub async fn transform_stream_chunk(
+        &mut self,
+        event: &StreamEvent,
+    ) -> GuestResult<StreamOutput> {
+        let (store, world, session) = self.enter(GuestCall::TransformStreamChunk)?;
+        let result = world
+            .switchyard_adapter_adapter()
+            .session()
+            .call_transform_stream_chunk(store, session, event)
+            .await;
+        let out = self.settle(GuestCall::TransformStreamChunk, result)?;
         self.check_stream_output(GuestCall::TransformStreamChunk, &out)?;
         Ok(out)
     }
 
-    pub fn finish_stream(&mut self) -> GuestResult<StreamOutput> {
-        let out = self.call(GuestCall::FinishStream, |store, world, session| {
-            world.switchyard_adapter_adapter().session().call_finish_stream(store, session)
-        })?;
+    pub async fn finish_stream(&mut self) -> GuestResult<StreamOutput> {
+        let (store, world, session) = self.enter(GuestCall::FinishStream)?;
+        let result = world
+            .switchyard_adapter_adapter()
+            .session()
+            .call_finish_stream(store, session)
+            .await;
+        let out = self.settle(GuestCall::FinishStream, result)?;
         self.check_stream_output(GuestCall::FinishStream, &out)?;
         Ok(out)
     }
 
-    fn check_stream_output(&mut self, call: GuestCall, out: &Result<StreamOutput, GuestError>) -> Result<(), SandboxError> {
+    fn check_stream_output(
+        &mut self,
+        call: GuestCall,
+        out: &Result<StreamOutput, GuestError>,
+    ) -> Result<(), SandboxError> {
         match out {
             Ok(o) => self.check_output(call, o.chunks.iter().map(String::len).sum()),
             Err(_) => Ok(()),
@@ -81,47 +123,72 @@ impl AdapterSession {
         let limit = self.adapter.limits.max_output_bytes;
         if bytes > limit {
             self.poisoned = true;
-            return Err(self.adapter.sandbox_error(call, SandboxCause::OutputTooLarge { bytes, limit }));
+            return Err(self
+                .adapter
+                .sandbox_error(call, SandboxCause::OutputTooLarge { bytes, limit }));
         }
         Ok(())
     }
 
-    fn call<R>(
+    /// Arms the CPU deadline and hands out what a guest call needs.
+    fn enter(
         &mut self,
         call: GuestCall,
-        f: impl FnOnce(&mut Store<GuestState>, &AdapterWorld, ResourceAny) -> wasmtime::Result<R>,
-    ) -> Result<R, SandboxError> {
-        let instance = self.instance.as_mut().expect("a session holds its instance until dropped");
+    ) -> Result<(&mut Store<GuestState>, &AdapterWorld, ResourceAny), SandboxError> {
         if self.poisoned {
-            return Err(self.adapter.sandbox_error(call, SandboxCause::Trap("instance already failed".into())));
+            return Err(self
+                .adapter
+                .sandbox_error(call, SandboxCause::Trap("instance already failed".into())));
         }
-        instance.store.set_epoch_deadline(self.adapter.limits.deadline_ticks());
-        match f(&mut instance.store, &instance.world, self.resource) {
-            Ok(r) => Ok(r),
-            Err(e) => {
-                self.poisoned = true;
-                let cause = self.adapter.trap_cause(&e, instance.store.data());
-                Err(self.adapter.sandbox_error(call, cause))
-            }
-        }
+        let instance = self
+            .instance
+            .as_mut()
+            .expect("a session holds its instance until dropped");
+        instance
+            .store
+            .set_epoch_deadline(self.adapter.limits.deadline_ticks());
+        Ok((&mut instance.store, &instance.world, self.resource))
+    }
+
+    /// A failed call poisons the instance and is named by cause.
+    fn settle<R>(
+        &mut self,
+        call: GuestCall,
+        result: wasmtime::Result<R>,
+    ) -> Result<R, SandboxError> {
+        result.map_err(|e| {
+            self.poisoned = true;
+            let state = self
+                .instance
+                .as_ref()
+                .expect("held until dropped")
+                .store
+                .data();
+            self.adapter
+                .sandbox_error(call, self.adapter.trap_cause(&e, state))
+        })
     }
 }
 
 impl Drop for AdapterSession {
     fn drop(&mut self) {
-        let Some(mut instance) = self.instance.take() else { return };
-        if self.poisoned {
+        let Some(mut instance) = self.instance.take() else {
+            return;
+        };
+        if self.poisoned || instance.store.data().limiter.is_bloated() {
             return;
         }
-        instance.store.set_epoch_deadline(self.adapter.limits.deadline_ticks());
-        if self.resource.resource_drop(&mut instance.store).is_ok() && !instance.store.data().limiter.is_bloated() {
-            self.adapter.pool.put_back(instance);
-        }
+        instance.stale = Some(self.resource);
+        self.adapter.pool.put_back(instance);
     }
 }
 
 /// Names a wasmtime error: our own limiter and the epoch deadline first, then the trap itself.
-pub(super) fn trap_cause(error: &wasmtime::Error, state: &GuestState, limits: &super::SandboxLimits) -> SandboxCause {
+pub(super) fn trap_cause(
+    error: &wasmtime::Error,
+    state: &GuestState,
+    limits: &super::SandboxLimits,
+) -> SandboxCause {
     if state.limiter.hit {
         return SandboxCause::MemoryLimit(limits.memory_bytes);
     }

@@ -37,10 +37,23 @@ pub enum AttemptError {
     BadAdapterOutput { adapter: String, message: String },
     /// The upstream answered with an error, as classified by the adapter.
     #[error("source `{source_name}` answered {}: {message}", status.map(|s| s.to_string()).unwrap_or_else(|| "with an error".into()))]
-    Upstream { source_name: SourceName, kind: ErrorKind, status: Option<u16>, message: String, retry_after: Option<Duration> },
+    Upstream {
+        source_name: SourceName,
+        kind: ErrorKind,
+        status: Option<u16>,
+        message: String,
+        retry_after: Option<Duration>,
+    },
     /// Connecting, sending or reading failed.
     #[error("source `{source_name}` could not be reached: {message}")]
-    Transport { source_name: SourceName, message: String },
+    Transport {
+        source_name: SourceName,
+        message: String,
+    },
     #[error("source `{source_name}` timed out {phase} (after {} ms)", after.as_millis())]
-    Timeout { source_name: SourceName, phase: TimeoutPhase, after: Duration },
+    Timeout {
+        source_name: SourceName,
+        phase: TimeoutPhase,
+        after: Duration,
+    },
 }

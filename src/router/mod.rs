@@ -22,15 +22,18 @@ pub fn resolve<'a>(config: &'a Config, requested: &str) -> Option<Resolved<'a>> 
     // Model names may contain `/` (`meta-llama/...`) or `:` (`llama3:8b`): a prefix only counts
     // when it names a source that serves the rest.
     for sep in ['/', ':'] {
-        if let Some((prefix, model)) = requested.split_once(sep) {
-            if let Some(source) = config.sources.iter().find(|s| s.name.as_str() == prefix) {
-                if let Some(model) = source.model(model) {
-                    return Some(Resolved { source, model });
-                }
-            }
+        if let Some((prefix, model)) = requested.split_once(sep)
+            && let Some(source) = config.sources.iter().find(|s| s.name.as_str() == prefix)
+            && let Some(model) = source.model(model)
+        {
+            return Some(Resolved { source, model });
         }
     }
-    config.sources.iter().find_map(|source| source.model(requested).map(|model| Resolved { source, model }))
+    config.sources.iter().find_map(|source| {
+        source
+            .model(requested)
+            .map(|model| Resolved { source, model })
+    })
 }
 
 #[cfg(test)]
@@ -73,7 +76,10 @@ sources:
     #[test]
     fn separators_inside_model_names_are_not_prefixes() {
         let c = config();
-        assert_eq!(pick(&c, "meta-llama/Llama-3").as_deref(), Some("a/meta-llama/Llama-3"));
+        assert_eq!(
+            pick(&c, "meta-llama/Llama-3").as_deref(),
+            Some("a/meta-llama/Llama-3")
+        );
         assert_eq!(pick(&c, "llama3:8b").as_deref(), Some("b/llama3:8b"));
         assert_eq!(pick(&c, "b:llama3:8b").as_deref(), Some("b/llama3:8b"));
     }

@@ -33,7 +33,12 @@ impl Gateway {
         for adapter in plugins.adapters() {
             adapter.set_pool_capacity(config.adapter_concurrency(adapter.name()));
         }
-        Ok(Gateway { provider: Provider::new(&config)?, keys: KeyTable::new(&config.keys), config, plugins })
+        Ok(Gateway {
+            provider: Provider::new(&config)?,
+            keys: KeyTable::new(&config.keys),
+            config,
+            plugins,
+        })
     }
 }
 
@@ -47,7 +52,12 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
 }
 
 async fn not_found(uri: axum::http::Uri) -> impl IntoResponse {
-    ApiError::new(axum::http::StatusCode::NOT_FOUND, "invalid_request_error", format!("no route for {}", uri.path())).code("unknown_url")
+    ApiError::new(
+        axum::http::StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        format!("no route for {}", uri.path()),
+    )
+    .code("unknown_url")
 }
 
 /// Binds `addr` and serves until `shutdown` resolves; returns the bound address at once.
@@ -59,6 +69,10 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let app = router(gateway);
-    let handle = tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await });
+    let handle = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+    });
     Ok((bound, handle))
 }

@@ -1,1 +1,11 @@
-fn main(){}
+//! Integration tests: one crate (links wasmtime once), real HTTP on loopback, the real
+//! built adapters in the real engine.
+
+mod support;
+
+mod chat;
+mod config_check;
+mod openai_client;
+mod plugin_host;
+mod sandbox;
+mod streaming;

@@ -1,5 +1,6 @@
 //! Test fixture, never embedded: a deliberately hostile adapter for the sandbox tests.
-//! The unified request's `model` picks the misbehaviour: loop, grow, trap, huge; else it behaves.
+//! The unified request's `model` picks the misbehaviour: loop, grow, trap, huge, snoop;
+//! anything else behaves.
 
 use adapter_kit::{
     AdapterError, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
@@ -36,7 +37,19 @@ fn misbehave(model: &str) -> Option<Vec<u8>> {
             }
         }
         "trap" => panic!("hostile adapter panics on purpose"),
-        "huge" => Some(vec![b'x'; 40 << 20]),
+        "huge" => Some(vec![b'x'; 6 << 20]),
+        // Reports what the sandbox let it see; all of it should be nothing.
+        "snoop" => Some(
+            format!(
+                r#"{{"env":{},"args":{},"read_file":{},"list_root":{},"connect":{}}}"#,
+                std::env::vars().count(),
+                std::env::args().count(),
+                std::fs::read("/etc/passwd").is_ok(),
+                std::fs::read_dir("/").is_ok(),
+                std::net::TcpStream::connect("127.0.0.1:80").is_ok()
+            )
+            .into_bytes(),
+        ),
         _ => None,
     }
 }

@@ -1,0 +1,85 @@
+//! Starts a real gateway (real config parsing, plugin host, adapters, axum) on 127.0.0.1:0
+//! in a temporary data_dir.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use switchyard::plugin::LoadReport;
+use switchyard::server::Gateway;
+use tokio::sync::oneshot;
+
+pub const KEY: &str = "sk-test-gateway-key-0001";
+
+pub struct TestGateway {
+    pub url: String,
+    pub gateway: Arc<Gateway>,
+    pub report: LoadReport,
+    _dir: tempfile::TempDir,
+    _shutdown: oneshot::Sender<()>,
+}
+
+/// Where the build put the guest components (hostile.wasm lives here too).
+pub fn guest_wasm(name: &str) -> PathBuf {
+    Path::new(env!("SWITCHYARD_GUEST_DIR")).join(format!("{name}.wasm"))
+}
+
+/// A config with one key (`KEY`, all models) and the given `sources:` YAML block.
+/// `{data}` in the YAML becomes the data_dir path.
+pub fn config_with(extra: &str) -> String {
+    format!(
+        "listen: 127.0.0.1:0\ndata_dir: {{data}}\nkeys:\n  - name: tester\n    key: {KEY}\n    models: [\"*\"]\n{extra}"
+    )
+}
+
+impl TestGateway {
+    pub async fn start(yaml: &str) -> TestGateway {
+        Self::start_in(tempfile::tempdir().unwrap(), yaml).await
+    }
+
+    pub async fn start_in(dir: tempfile::TempDir, yaml: &str) -> TestGateway {
+        let text = yaml.replace("{data}", &dir.path().display().to_string());
+        let file = dir.path().join("config.yaml");
+        std::fs::write(&file, &text).unwrap();
+        let config = switchyard::startup::load_config(&file).unwrap_or_else(|e| panic!("{e}"));
+        let listen = config.listen;
+        let (gateway, report) = switchyard::startup::build(config).await.unwrap();
+        let (tx, rx) = oneshot::channel::<()>();
+        let (addr, _handle) = switchyard::server::serve(gateway.clone(), listen, async {
+            let _ = rx.await;
+        })
+        .await
+        .unwrap();
+        TestGateway {
+            url: format!("http://{addr}"),
+            gateway,
+            report,
+            _dir: dir,
+            _shutdown: tx,
+        }
+    }
+
+    pub fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        reqwest::Client::new()
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(KEY)
+    }
+
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        reqwest::Client::new()
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(KEY)
+    }
+
+    pub async fn chat(&self, body: serde_json::Value) -> reqwest::Response {
+        self.post("/v1/chat/completions")
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+/// A single-message chat body.
+pub fn chat_body(model: &str, stream: bool) -> serde_json::Value {
+    serde_json::json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "Hello!"}]})
+}
