@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const GUEST_TARGET: &str = "wasm32-wasip2";
-const GUESTS: &[&str] = &["openai", "hostile"];
+const GUESTS: &[&str] = &["openai", "anthropic", "hostile"];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -17,22 +17,11 @@ fn main() {
     ensure_guest_target();
 
     // <target>/<profile>/build/<pkg>/out → <target>/guests, shared by every host profile.
-    let target_dir = out_dir
-        .ancestors()
-        .nth(4)
-        .unwrap_or(&out_dir)
-        .join("guests");
+    let target_dir = out_dir.ancestors().nth(4).unwrap_or(&out_dir).join("guests");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(&plugins)
-        .args([
-            "build",
-            "--release",
-            "--locked",
-            "--target",
-            GUEST_TARGET,
-            "--target-dir",
-        ])
+        .args(["build", "--release", "--locked", "--target", GUEST_TARGET, "--target-dir"])
         .arg(&target_dir)
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTFLAGS")
@@ -52,48 +41,30 @@ fn main() {
     let guests_out = out_dir.join("guests");
     std::fs::create_dir_all(&guests_out).unwrap();
     for guest in GUESTS {
-        let built = target_dir
-            .join(GUEST_TARGET)
-            .join("release")
-            .join(format!("{guest}.wasm"));
+        let built = target_dir.join(GUEST_TARGET).join("release").join(format!("{guest}.wasm"));
         copy(&built, &guests_out.join(format!("{guest}.wasm")));
     }
     // Integration tests find the test-only guests (e.g. hostile.wasm) here.
-    println!(
-        "cargo::rustc-env=SWITCHYARD_GUEST_DIR={}",
-        guests_out.display()
-    );
+    println!("cargo::rustc-env=SWITCHYARD_GUEST_DIR={}", guests_out.display());
 }
 
 fn copy(from: &Path, to: &Path) {
-    std::fs::copy(from, to)
-        .unwrap_or_else(|e| panic!("copying {} to {}: {e}", from.display(), to.display()));
+    std::fs::copy(from, to).unwrap_or_else(|e| panic!("copying {} to {}: {e}", from.display(), to.display()));
 }
 
 /// A fresh rustup install lacks the wasm32-wasip2 standard library: add it rather than fail.
 fn ensure_guest_target() {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let sysroot = Command::new(&rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success());
-    let Some(sysroot) = sysroot.map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-    else {
+    let sysroot = Command::new(&rustc).args(["--print", "sysroot"]).output().ok().filter(|o| o.status.success());
+    let Some(sysroot) = sysroot.map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())) else {
         return;
     };
     if sysroot.join("lib/rustlib").join(GUEST_TARGET).exists() {
         return;
     }
-    println!(
-        "cargo::warning=installing the {GUEST_TARGET} target with rustup (needed to build the built-in adapters)"
-    );
-    let added = Command::new("rustup")
-        .args(["target", "add", GUEST_TARGET])
-        .status();
+    println!("cargo::warning=installing the {GUEST_TARGET} target with rustup (needed to build the built-in adapters)");
+    let added = Command::new("rustup").args(["target", "add", GUEST_TARGET]).status();
     if !matches!(added, Ok(s) if s.success()) {
-        panic!(
-            "the {GUEST_TARGET} target is missing and `rustup target add {GUEST_TARGET}` failed; run it by hand"
-        );
+        panic!("the {GUEST_TARGET} target is missing and `rustup target add {GUEST_TARGET}` failed; run it by hand");
     }
 }

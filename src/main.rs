@@ -29,8 +29,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG")
-                .unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG").unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -41,10 +40,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     match cli.command.unwrap_or(Command::Serve) {
         Command::Check => runtime.block_on(check(config)),
         Command::Serve => runtime.block_on(serve(config)),
@@ -55,20 +51,10 @@ async fn check(config: switchyard::config::Config) -> ExitCode {
     let (sources, keys) = (config.sources.len(), config.keys.len());
     match startup::build(config).await {
         Ok((gateway, report)) => {
-            let adapters: Vec<String> = gateway
-                .plugins
-                .adapters()
-                .map(|a| a.name().to_string())
-                .collect();
-            println!(
-                "config OK: {sources} sources, {keys} keys, adapters: {}",
-                adapters.join(", ")
-            );
-            if report.warnings.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
+            let mut adapters: Vec<String> = gateway.plugins.adapters().map(|a| a.name().to_string()).collect();
+            adapters.sort();
+            println!("config OK: {sources} sources, {keys} keys, adapters: {}", adapters.join(", "));
+            if report.warnings.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
         }
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -95,9 +81,7 @@ async fn serve(config: switchyard::config::Config) -> ExitCode {
         started.elapsed().as_millis()
     );
     if gateway.config.keys.is_empty() {
-        tracing::warn!(
-            "no gateway keys are configured: every /v1 request will be refused (add keys: to the config)"
-        );
+        tracing::warn!("no gateway keys are configured: every /v1 request will be refused (add keys: to the config)");
     }
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;

@@ -16,16 +16,12 @@ pub fn load_config(file: &Path) -> Result<Config, ConfigError> {
 
 /// Prepares `data_dir`, opens the state database and loads every adapter.
 pub async fn build(config: Config) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
-    std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-        anyhow::anyhow!("cannot create data_dir {}: {e}", config.data_dir.display())
-    })?;
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| anyhow::anyhow!("cannot create data_dir {}: {e}", config.data_dir.display()))?;
     crate::state::open(&config.state_db())?;
-    let (plugins, report) = PluginHost::load(
-        config.sandbox.limits(),
-        Some(config.component_cache_dir()),
-        Some(&config.adapter_dir),
-    )
-    .await?;
+    let (plugins, report) =
+        PluginHost::load(config.sandbox.limits(), Some(config.component_cache_dir()), Some(&config.adapter_dir))
+            .await?;
     for source in &config.sources {
         if plugins.adapter(&source.adapter).is_none() {
             anyhow::bail!(

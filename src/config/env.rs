@@ -24,10 +24,7 @@ pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Str
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(ExpandError::BadName(name.to_string()));
         }
-        match lookup(name)
-            .filter(|v| !v.is_empty())
-            .or_else(|| default.map(str::to_string))
-        {
+        match lookup(name).filter(|v| !v.is_empty()).or_else(|| default.map(str::to_string)) {
             Some(value) => out.push_str(&value),
             None => return Err(ExpandError::Unset(name.to_string())),
         }
@@ -72,14 +69,8 @@ mod tests {
 
     #[test]
     fn reports_what_is_wrong() {
-        assert_eq!(
-            expand("${MISSING}", &env),
-            Err(ExpandError::Unset("MISSING".into()))
-        );
+        assert_eq!(expand("${MISSING}", &env), Err(ExpandError::Unset("MISSING".into())));
         assert_eq!(expand("${KEY", &env), Err(ExpandError::Unclosed));
-        assert_eq!(
-            expand("${not valid}", &env),
-            Err(ExpandError::BadName("not valid".into()))
-        );
+        assert_eq!(expand("${not valid}", &env), Err(ExpandError::BadName("not valid".into())));
     }
 }

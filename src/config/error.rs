@@ -16,15 +16,9 @@ pub struct FieldError {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {}: {source}\n    fix: pass the right path with --config FILE, or start from config.example.yaml", file.display())]
-    Read {
-        file: PathBuf,
-        source: std::io::Error,
-    },
+    Read { file: PathBuf, source: std::io::Error },
     #[error("{}", Report { file, errors })]
-    Invalid {
-        file: PathBuf,
-        errors: Vec<FieldError>,
-    },
+    Invalid { file: PathBuf, errors: Vec<FieldError> },
 }
 
 struct Report<'a> {
@@ -35,12 +29,7 @@ struct Report<'a> {
 impl fmt::Display for Report<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.errors.len();
-        write!(
-            f,
-            "config file {} has {n} error{}:",
-            self.file.display(),
-            if n == 1 { "" } else { "s" }
-        )?;
+        write!(f, "config file {} has {n} error{}:", self.file.display(), if n == 1 { "" } else { "s" })?;
         for e in self.errors {
             write!(f, "\n  {}:", self.file.display())?;
             if let Some(line) = e.line {

@@ -13,24 +13,14 @@ use super::error::{ConfigError, FieldError};
 use super::locate::LineIndex;
 use super::{Config, KeyConfig, SandboxConfig, Secret, SourceConfig};
 
-const TOP_LEVEL: &[&str] = &[
-    "listen",
-    "admin_token",
-    "data_dir",
-    "adapter_dir",
-    "body_limit_mb",
-    "sandbox",
-    "keys",
-    "sources",
-];
+const TOP_LEVEL: &[&str] =
+    &["listen", "admin_token", "data_dir", "adapter_dir", "body_limit_mb", "sandbox", "keys", "sources"];
 
 /// Loads `file`, expanding `${VAR}` from the process environment. `adapters` are the
 /// adapter names that exist besides the `*.wasm` files in `adapter_dir`.
 pub fn load(file: &Path, adapters: &[&str]) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Read {
-        file: file.to_path_buf(),
-        source,
-    })?;
+    let text =
+        std::fs::read_to_string(file).map_err(|source| ConfigError::Read { file: file.to_path_buf(), source })?;
     load_str(&text, file, &|name| std::env::var(name).ok(), adapters)
 }
 
@@ -40,19 +30,12 @@ pub fn load_str(
     env: &dyn Fn(&str) -> Option<String>,
     adapters: &[&str],
 ) -> Result<Config, ConfigError> {
-    let mut c = Collector {
-        index: LineIndex::new(text),
-        errors: Vec::new(),
-        env,
-    };
+    let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env };
     let config = c.parse(text, adapters);
     c.errors.sort_by_key(|e| e.line.unwrap_or(0));
     match config {
         Some(config) if c.errors.is_empty() => Ok(config),
-        _ => Err(ConfigError::Invalid {
-            file: file.to_path_buf(),
-            errors: c.errors,
-        }),
+        _ => Err(ConfigError::Invalid { file: file.to_path_buf(), errors: c.errors }),
     }
 }
 
@@ -99,23 +82,16 @@ impl Collector<'_> {
         for key in top.keys() {
             let key = key.as_str().unwrap_or_default();
             if !TOP_LEVEL.contains(&key) {
-                let hint = closest(key, TOP_LEVEL)
-                    .map(|k| format!(" (did you mean `{k}`?)"))
-                    .unwrap_or_default();
+                let hint = closest(key, TOP_LEVEL).map(|k| format!(" (did you mean `{k}`?)")).unwrap_or_default();
                 self.error(
                     key,
                     format!("unknown setting `{key}`"),
-                    format!(
-                        "remove it or correct its spelling{hint}; known settings: {}",
-                        TOP_LEVEL.join(", ")
-                    ),
+                    format!("remove it or correct its spelling{hint}; known settings: {}", TOP_LEVEL.join(", ")),
                 );
             }
         }
 
-        let listen_text: String = self
-            .field(&top, "listen")
-            .unwrap_or_else(|| "127.0.0.1:8080".into());
+        let listen_text: String = self.field(&top, "listen").unwrap_or_else(|| "127.0.0.1:8080".into());
         let listen = match listen_text.parse::<SocketAddr>() {
             Ok(addr) => Some(addr),
             Err(_) => {
@@ -127,22 +103,12 @@ impl Collector<'_> {
                 None
             }
         };
-        let admin_token: Option<Secret> = self
-            .field::<Secret>(&top, "admin_token")
-            .filter(|t| !t.is_empty());
-        let data_dir: PathBuf = self
-            .field(&top, "data_dir")
-            .unwrap_or_else(|| PathBuf::from("./data"));
-        let adapter_dir: PathBuf = self
-            .field(&top, "adapter_dir")
-            .unwrap_or_else(|| data_dir.join("adapters"));
+        let admin_token: Option<Secret> = self.field::<Secret>(&top, "admin_token").filter(|t| !t.is_empty());
+        let data_dir: PathBuf = self.field(&top, "data_dir").unwrap_or_else(|| PathBuf::from("./data"));
+        let adapter_dir: PathBuf = self.field(&top, "adapter_dir").unwrap_or_else(|| data_dir.join("adapters"));
         let body_limit_mb: u64 = self.field(&top, "body_limit_mb").unwrap_or(32);
         if body_limit_mb == 0 {
-            self.error(
-                "body_limit_mb",
-                "must be at least 1",
-                "write a size in MiB, e.g. 32",
-            );
+            self.error("body_limit_mb", "must be at least 1", "write a size in MiB, e.g. 32");
         }
         let sandbox: SandboxConfig = self.field(&top, "sandbox").unwrap_or_default();
         let keys: Vec<KeyConfig> = self.list(&top, "keys");
@@ -185,11 +151,7 @@ impl Collector<'_> {
             Value::Mapping(map) => {
                 for (k, v) in map.iter_mut() {
                     let k = k.as_str().unwrap_or_default();
-                    let child = if path.is_empty() {
-                        k.to_string()
-                    } else {
-                        format!("{path}.{k}")
-                    };
+                    let child = if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
                     self.expand_tree(v, child);
                 }
             }
@@ -208,11 +170,7 @@ impl Collector<'_> {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Sequence(items)) => {
                 let items = items.clone();
-                items
-                    .into_iter()
-                    .enumerate()
-                    .filter_map(|(i, item)| self.typed(item, &format!("{key}[{i}]")))
-                    .collect()
+                items.into_iter().enumerate().filter_map(|(i, item)| self.typed(item, &format!("{key}[{i}]"))).collect()
             }
             Some(_) => {
                 self.error(
@@ -230,11 +188,7 @@ impl Collector<'_> {
             Ok(v) => Some(v),
             Err(e) => {
                 let inner = e.path().to_string();
-                let full = if inner == "." || inner.is_empty() {
-                    path.to_string()
-                } else {
-                    format!("{path}.{inner}")
-                };
+                let full = if inner == "." || inner.is_empty() { path.to_string() } else { format!("{path}.{inner}") };
                 let message = e.into_inner().to_string();
                 let fix = fix_for(&message);
                 self.error(&full, message, fix);
@@ -279,11 +233,7 @@ impl Collector<'_> {
         let mut values = HashSet::new();
         for (i, k) in keys.iter().enumerate() {
             if k.name.as_str().is_empty() {
-                self.error(
-                    &format!("keys[{i}].name"),
-                    "is empty",
-                    "give the key a name, e.g. alice",
-                );
+                self.error(&format!("keys[{i}].name"), "is empty", "give the key a name, e.g. alice");
             } else if !names.insert(k.name.clone()) {
                 self.error(
                     &format!("keys[{i}].name"),
@@ -292,11 +242,7 @@ impl Collector<'_> {
                 );
             }
             if k.key.is_empty() {
-                self.error(
-                    &format!("keys[{i}].key"),
-                    "is empty",
-                    "set the key, e.g. key: ${ALICE_KEY}",
-                );
+                self.error(&format!("keys[{i}].key"), "is empty", "set the key, e.g. key: ${ALICE_KEY}");
             } else if !values.insert(k.key.expose().to_string()) {
                 self.error(
                     &format!("keys[{i}].key"),
@@ -344,11 +290,7 @@ impl Collector<'_> {
                 self.error(
                     &at("adapter"),
                     format!("no adapter named `{}`", s.adapter),
-                    format!(
-                        "use one of: {}; or put {}.wasm in adapter_dir",
-                        adapters.join(", "),
-                        s.adapter
-                    ),
+                    format!("use one of: {}; or put {}.wasm in adapter_dir", adapters.join(", "), s.adapter),
                 );
             }
             if s.max_concurrent == 0 {
@@ -380,20 +322,12 @@ impl Collector<'_> {
                 );
             }
             if s.models.is_empty() {
-                self.error(
-                    &at("models"),
-                    "is empty",
-                    "list the models this source serves, e.g. - name: gpt-4o",
-                );
+                self.error(&at("models"), "is empty", "list the models this source serves, e.g. - name: gpt-4o");
             }
             let mut models = HashSet::new();
             for (j, m) in s.models.iter().enumerate() {
                 if m.name.is_empty() {
-                    self.error(
-                        &at(&format!("models[{j}].name")),
-                        "is empty",
-                        "write the model name clients ask for",
-                    );
+                    self.error(&at(&format!("models[{j}].name")), "is empty", "write the model name clients ask for");
                 } else if !models.insert(m.name.as_str()) {
                     self.error(
                         &at(&format!("models[{j}].name")),
@@ -434,10 +368,5 @@ fn fix_for(message: &str) -> String {
 
 /// The known name nearest to a misspelt one, if it is near enough to be a typo.
 fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
-    known
-        .iter()
-        .map(|k| (strsim::levenshtein(name, k), *k))
-        .filter(|(d, _)| *d <= 3)
-        .min()
-        .map(|(_, k)| k)
+    known.iter().map(|k| (strsim::levenshtein(name, k), *k)).filter(|(d, _)| *d <= 3).min().map(|(_, k)| k)
 }

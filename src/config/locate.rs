@@ -16,9 +16,7 @@ impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
         let mut builder = Builder::default();
         let _ = Parser::new_from_str(text).load(&mut builder, false);
-        LineIndex {
-            lines: builder.lines,
-        }
+        LineIndex { lines: builder.lines }
     }
 
     /// The 1-based line of `path`, or of its nearest ancestor that is indexed.
@@ -79,11 +77,7 @@ impl MarkedEventReceiver for Builder {
                 Some(_) => {}
                 None => {
                     if let Some(Frame::Map { path, key }) = self.stack.last_mut() {
-                        let full = if path.is_empty() {
-                            value.clone()
-                        } else {
-                            format!("{path}.{value}")
-                        };
+                        let full = if path.is_empty() { value.clone() } else { format!("{path}.{value}") };
                         self.lines.entry(full).or_insert(line);
                         *key = Some(value);
                     }

@@ -44,11 +44,7 @@ impl Config {
 
     /// Sum of `max_concurrent` over the sources using `adapter`: its instance pool's bound.
     pub fn adapter_concurrency(&self, adapter: &AdapterName) -> usize {
-        self.sources
-            .iter()
-            .filter(|s| &s.adapter == adapter)
-            .map(|s| s.max_concurrent as usize)
-            .sum()
+        self.sources.iter().filter(|s| &s.adapter == adapter).map(|s| s.max_concurrent as usize).sum()
     }
 }
 

@@ -16,8 +16,7 @@ wasmtime::component::bindgen!({
 });
 
 pub use self::switchyard::adapter::types::{
-    AdapterError as GuestError, ErrorKind, HttpRequest, HttpResponse, StreamEvent, StreamFraming,
-    StreamOutput,
+    AdapterError as GuestError, ErrorKind, HttpRequest, HttpResponse, StreamEvent, StreamFraming, StreamOutput,
 };
 pub use exports::switchyard::adapter::adapter::{Metadata, SourceContext};
 
@@ -36,21 +35,14 @@ impl GuestState {
             // Nothing inherited: no args, env, preopened dirs, stdio or network.
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
-            limiter: MemoryLimiter {
-                max_bytes: memory_bytes,
-                peak_bytes: 0,
-                hit: false,
-            },
+            limiter: MemoryLimiter { max_bytes: memory_bytes, peak_bytes: 0, hit: false },
         }
     }
 }
 
 impl WasiView for GuestState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
@@ -70,12 +62,7 @@ impl MemoryLimiter {
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> Result<bool> {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
         if desired > self.max_bytes {
             self.hit = true;
             return Ok(false);
@@ -84,12 +71,7 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> Result<bool> {
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
         Ok(desired <= 100_000)
     }
 }
@@ -112,9 +94,6 @@ impl self::switchyard::adapter::host::Host for GuestState {
     }
 
     fn now_unix_ms(&mut self) -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0)
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
     }
 }

@@ -26,17 +26,10 @@ impl ComponentCache {
         let mut hasher = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         env!("CARGO_PKG_VERSION").hash(&mut hasher);
-        ComponentCache {
-            dir,
-            engine_key: format!("{:016x}", hasher.finish()),
-        }
+        ComponentCache { dir, engine_key: format!("{:016x}", hasher.finish()) }
     }
 
-    pub fn load(
-        &self,
-        engine: &Engine,
-        wasm: &[u8],
-    ) -> wasmtime::Result<(Component, CacheOutcome)> {
+    pub fn load(&self, engine: &Engine, wasm: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
             return Ok((Component::new(engine, wasm)?, CacheOutcome::Compiled));
         };

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use super::LoadWarning;
 
 /// Built-in adapters, compiled from `plugins/` by build.rs.
-pub const BUILTIN_ADAPTERS: &[(&str, &[u8])] = &[(
-    "openai",
-    include_bytes!(concat!(env!("OUT_DIR"), "/guests/openai.wasm")),
-)];
+pub const BUILTIN_ADAPTERS: &[(&str, &[u8])] = &[
+    ("openai", include_bytes!(concat!(env!("OUT_DIR"), "/guests/openai.wasm"))),
+    ("anthropic", include_bytes!(concat!(env!("OUT_DIR"), "/guests/anthropic.wasm"))),
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AdapterOrigin {
@@ -23,10 +23,7 @@ pub fn adapter_files(dir: &Path, warnings: &mut Vec<LoadWarning>) -> Vec<PathBuf
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
         Err(e) => {
-            warnings.push(LoadWarning {
-                file: dir.to_path_buf(),
-                message: format!("cannot list adapter_dir: {e}"),
-            });
+            warnings.push(LoadWarning { file: dir.to_path_buf(), message: format!("cannot list adapter_dir: {e}") });
             return Vec::new();
         }
     };

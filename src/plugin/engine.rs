@@ -90,10 +90,7 @@ impl EpochTicker {
                 }
             })
             .expect("spawning the epoch thread");
-        EpochTicker {
-            stop,
-            thread: Some(thread),
-        }
+        EpochTicker { stop, thread: Some(thread) }
     }
 }
 
@@ -112,10 +109,7 @@ mod tests {
 
     #[test]
     fn deadline_rounds_up_and_allows_the_running_tick() {
-        let mut limits = SandboxLimits {
-            cpu_per_call: Duration::from_millis(500),
-            ..Default::default()
-        };
+        let mut limits = SandboxLimits { cpu_per_call: Duration::from_millis(500), ..Default::default() };
         assert_eq!(limits.deadline_ticks(), 101);
         limits.cpu_per_call = Duration::from_millis(7);
         assert_eq!(limits.deadline_ticks(), 3);

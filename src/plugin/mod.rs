@@ -18,8 +18,7 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
 pub use bindings::{
-    ErrorKind, GuestError, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
-    StreamFraming, StreamOutput,
+    ErrorKind, GuestError, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent, StreamFraming, StreamOutput,
 };
 pub use cache::CacheOutcome;
 pub use catalog::{AdapterOrigin, BUILTIN_ADAPTERS};
@@ -71,16 +70,11 @@ impl Adapter {
     }
 
     /// Checks out an instance (warm if one is idle) and opens a guest session on it.
-    pub async fn open_session(
-        self: &Arc<Self>,
-        context: &SourceContext,
-    ) -> Result<AdapterSession, SandboxError> {
-        let permit = self.pool.acquire(CHECKOUT_WAIT).await.ok_or_else(|| {
-            self.sandbox_error(
-                GuestCall::OpenSession,
-                SandboxCause::PoolExhausted(CHECKOUT_WAIT),
-            )
-        })?;
+    pub async fn open_session(self: &Arc<Self>, context: &SourceContext) -> Result<AdapterSession, SandboxError> {
+        let permit =
+            self.pool.acquire(CHECKOUT_WAIT).await.ok_or_else(|| {
+                self.sandbox_error(GuestCall::OpenSession, SandboxCause::PoolExhausted(CHECKOUT_WAIT))
+            })?;
         let mut instance = match self.pool.take_idle() {
             Some(mut warm) => match warm.stale.take() {
                 None => warm,
@@ -94,55 +88,28 @@ impl Adapter {
             },
             None => self.instantiate().await?,
         };
-        instance
-            .store
-            .set_epoch_deadline(self.limits.deadline_ticks());
-        let opened = instance
-            .world
-            .switchyard_adapter_adapter()
-            .session()
-            .call_constructor(&mut instance.store, context)
-            .await;
+        instance.store.set_epoch_deadline(self.limits.deadline_ticks());
+        let opened =
+            instance.world.switchyard_adapter_adapter().session().call_constructor(&mut instance.store, context).await;
         match opened {
-            Ok(resource) => Ok(AdapterSession::new(
-                self.clone(),
-                instance,
-                resource,
-                permit,
-            )),
-            Err(e) => Err(self.sandbox_error(
-                GuestCall::OpenSession,
-                self.trap_cause(&e, instance.store.data()),
-            )),
+            Ok(resource) => Ok(AdapterSession::new(self.clone(), instance, resource, permit)),
+            Err(e) => Err(self.sandbox_error(GuestCall::OpenSession, self.trap_cause(&e, instance.store.data()))),
         }
     }
 
     async fn instantiate(&self) -> Result<Instance, SandboxError> {
-        let mut store = Store::new(
-            &self.engine,
-            GuestState::new(self.name.clone(), self.limits.memory_bytes),
-        );
+        let mut store = Store::new(&self.engine, GuestState::new(self.name.clone(), self.limits.memory_bytes));
         store.limiter(|state| &mut state.limiter);
         store.epoch_deadline_trap();
         store.set_epoch_deadline(self.limits.deadline_ticks());
         match self.pre.instantiate_async(&mut store).await {
-            Ok(world) => Ok(Instance {
-                store,
-                world,
-                stale: None,
-            }),
-            Err(e) => {
-                Err(self.sandbox_error(GuestCall::Instantiate, self.trap_cause(&e, store.data())))
-            }
+            Ok(world) => Ok(Instance { store, world, stale: None }),
+            Err(e) => Err(self.sandbox_error(GuestCall::Instantiate, self.trap_cause(&e, store.data()))),
         }
     }
 
     fn sandbox_error(&self, call: GuestCall, cause: SandboxCause) -> SandboxError {
-        SandboxError {
-            adapter: self.name.clone(),
-            call,
-            cause,
-        }
+        SandboxError { adapter: self.name.clone(), call, cause }
     }
 
     fn trap_cause(&self, error: &wasmtime::Error, state: &GuestState) -> SandboxCause {
@@ -183,11 +150,10 @@ impl PluginHost {
         cache_dir: Option<PathBuf>,
         adapter_dir: Option<&Path>,
     ) -> anyhow::Result<(PluginHost, LoadReport)> {
-        let engine = engine::build_engine(&limits)
-            .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e}"))?;
+        let engine =
+            engine::build_engine(&limits).map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e}"))?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| anyhow::anyhow!("linking WASI: {e}"))?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| anyhow::anyhow!("linking WASI: {e}"))?;
         AdapterWorld::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |state| state)
             .map_err(|e| anyhow::anyhow!("linking host imports: {e}"))?;
         let mut host = PluginHost {
@@ -201,16 +167,10 @@ impl PluginHost {
         let mut report = LoadReport::default();
         for (name, wasm) in BUILTIN_ADAPTERS {
             let adapter = host
-                .compile(
-                    AdapterName::new(*name),
-                    AdapterOrigin::Builtin,
-                    wasm,
-                    &mut report,
-                )
+                .compile(AdapterName::new(*name), AdapterOrigin::Builtin, wasm, &mut report)
                 .await
                 .map_err(|e| anyhow::anyhow!("built-in adapter `{name}` does not load: {e}"))?;
-            host.adapters
-                .insert(adapter.name.clone(), Arc::new(adapter));
+            host.adapters.insert(adapter.name.clone(), Arc::new(adapter));
         }
         if let Some(dir) = adapter_dir {
             for file in catalog::adapter_files(dir, &mut report.warnings) {
@@ -222,23 +182,11 @@ impl PluginHost {
 
     /// Loads one `.wasm` file, replacing a same-named adapter; a failure leaves the old one.
     pub async fn load_file(&mut self, file: &Path, report: &mut LoadReport) -> bool {
-        let Some(name) = file
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .map(AdapterName::new)
-        else {
+        let Some(name) = file.file_stem().and_then(|s| s.to_str()).map(AdapterName::new) else {
             return false;
         };
         let loaded = match std::fs::read(file) {
-            Ok(wasm) => {
-                self.compile(
-                    name.clone(),
-                    AdapterOrigin::File(file.to_path_buf()),
-                    &wasm,
-                    report,
-                )
-                .await
-            }
+            Ok(wasm) => self.compile(name.clone(), AdapterOrigin::File(file.to_path_buf()), &wasm, report).await,
             Err(e) => Err(format!("cannot read it: {e}")),
         };
         match loaded {
@@ -257,10 +205,7 @@ impl PluginHost {
                 };
                 let message = format!("{message}{fallback}");
                 tracing::warn!(file = %file.display(), "adapter file skipped: {message}");
-                report.warnings.push(LoadWarning {
-                    file: file.to_path_buf(),
-                    message,
-                });
+                report.warnings.push(LoadWarning { file: file.to_path_buf(), message });
                 false
             }
         }
@@ -273,18 +218,15 @@ impl PluginHost {
         wasm: &[u8],
         report: &mut LoadReport,
     ) -> Result<Adapter, String> {
-        let (component, outcome) = self
-            .cache
-            .load(&self.engine, wasm)
-            .map_err(|e| format!("not a valid WebAssembly component: {e}"))?;
+        let (component, outcome) =
+            self.cache.load(&self.engine, wasm).map_err(|e| format!("not a valid WebAssembly component: {e}"))?;
         match outcome {
             CacheOutcome::Hit => report.cache_hits += 1,
             CacheOutcome::Compiled => report.compiled += 1,
         }
-        let instance_pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| format!("does not fit the switchyard:adapter world (or imports what the sandbox denies): {e}"))?;
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            format!("does not fit the switchyard:adapter world (or imports what the sandbox denies): {e}")
+        })?;
         let pre = AdapterWorldPre::new(instance_pre)
             .map_err(|e| format!("does not export the switchyard:adapter world: {e}"))?;
         let mut adapter = Adapter {
@@ -304,18 +246,9 @@ impl PluginHost {
         // One throwaway instance proves the component runs and tells us what it is.
         let mut probe = adapter.instantiate().await.map_err(|e| e.to_string())?;
         probe.store.set_epoch_deadline(self.limits.deadline_ticks());
-        adapter.metadata = probe
-            .world
-            .switchyard_adapter_adapter()
-            .call_describe(&mut probe.store)
-            .await
-            .map_err(|e| {
-                adapter
-                    .sandbox_error(
-                        GuestCall::Describe,
-                        adapter.trap_cause(&e, probe.store.data()),
-                    )
-                    .to_string()
+        adapter.metadata =
+            probe.world.switchyard_adapter_adapter().call_describe(&mut probe.store).await.map_err(|e| {
+                adapter.sandbox_error(GuestCall::Describe, adapter.trap_cause(&e, probe.store.data())).to_string()
             })?;
         Ok(adapter)
     }

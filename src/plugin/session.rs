@@ -8,9 +8,7 @@ use wasmtime::component::ResourceAny;
 use wasmtime::{Store, Trap};
 
 use super::Adapter;
-use super::bindings::{
-    AdapterWorld, GuestError, GuestState, HttpRequest, HttpResponse, StreamEvent, StreamOutput,
-};
+use super::bindings::{AdapterWorld, GuestError, GuestState, HttpRequest, HttpResponse, StreamEvent, StreamOutput};
 use super::error::{GuestCall, SandboxCause, SandboxError};
 use super::pool::Instance;
 
@@ -33,13 +31,7 @@ impl AdapterSession {
         resource: ResourceAny,
         permit: OwnedSemaphorePermit,
     ) -> Self {
-        AdapterSession {
-            adapter,
-            instance: Some(instance),
-            resource,
-            poisoned: false,
-            _permit: permit,
-        }
+        AdapterSession { adapter, instance: Some(instance), resource, poisoned: false, _permit: permit }
     }
 
     pub fn adapter(&self) -> &Adapter {
@@ -48,20 +40,12 @@ impl AdapterSession {
 
     pub async fn transform_request(&mut self, unified: &str) -> GuestResult<HttpRequest> {
         let (store, world, session) = self.enter(GuestCall::TransformRequest)?;
-        let result = world
-            .switchyard_adapter_adapter()
-            .session()
-            .call_transform_request(store, session, unified)
-            .await;
+        let result = world.switchyard_adapter_adapter().session().call_transform_request(store, session, unified).await;
         let out = self.settle(GuestCall::TransformRequest, result)?;
         if let Ok(request) = &out {
             let bytes = request.body.len()
                 + request.url.len()
-                + request
-                    .headers
-                    .iter()
-                    .map(|(k, v)| k.len() + v.len())
-                    .sum::<usize>();
+                + request.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
             self.check_output(GuestCall::TransformRequest, bytes)?;
         }
         Ok(out)
@@ -69,11 +53,8 @@ impl AdapterSession {
 
     pub async fn transform_response(&mut self, response: &HttpResponse) -> GuestResult<String> {
         let (store, world, session) = self.enter(GuestCall::TransformResponse)?;
-        let result = world
-            .switchyard_adapter_adapter()
-            .session()
-            .call_transform_response(store, session, response)
-            .await;
+        let result =
+            world.switchyard_adapter_adapter().session().call_transform_response(store, session, response).await;
         let out = self.settle(GuestCall::TransformResponse, result)?;
         if let Ok(body) = &out {
             self.check_output(GuestCall::TransformResponse, body.len())?;
@@ -81,16 +62,10 @@ impl AdapterSession {
         Ok(out)
     }
 
-    pub async fn transform_stream_chunk(
-        &mut self,
-        event: &StreamEvent,
-    ) -> GuestResult<StreamOutput> {
+    pub async fn transform_stream_chunk(&mut self, event: &StreamEvent) -> GuestResult<StreamOutput> {
         let (store, world, session) = self.enter(GuestCall::TransformStreamChunk)?;
-        let result = world
-            .switchyard_adapter_adapter()
-            .session()
-            .call_transform_stream_chunk(store, session, event)
-            .await;
+        let result =
+            world.switchyard_adapter_adapter().session().call_transform_stream_chunk(store, session, event).await;
         let out = self.settle(GuestCall::TransformStreamChunk, result)?;
         self.check_stream_output(GuestCall::TransformStreamChunk, &out)?;
         Ok(out)
@@ -98,11 +73,7 @@ impl AdapterSession {
 
     pub async fn finish_stream(&mut self) -> GuestResult<StreamOutput> {
         let (store, world, session) = self.enter(GuestCall::FinishStream)?;
-        let result = world
-            .switchyard_adapter_adapter()
-            .session()
-            .call_finish_stream(store, session)
-            .await;
+        let result = world.switchyard_adapter_adapter().session().call_finish_stream(store, session).await;
         let out = self.settle(GuestCall::FinishStream, result)?;
         self.check_stream_output(GuestCall::FinishStream, &out)?;
         Ok(out)
@@ -123,49 +94,27 @@ impl AdapterSession {
         let limit = self.adapter.limits.max_output_bytes;
         if bytes > limit {
             self.poisoned = true;
-            return Err(self
-                .adapter
-                .sandbox_error(call, SandboxCause::OutputTooLarge { bytes, limit }));
+            return Err(self.adapter.sandbox_error(call, SandboxCause::OutputTooLarge { bytes, limit }));
         }
         Ok(())
     }
 
     /// Arms the CPU deadline and hands out what a guest call needs.
-    fn enter(
-        &mut self,
-        call: GuestCall,
-    ) -> Result<(&mut Store<GuestState>, &AdapterWorld, ResourceAny), SandboxError> {
+    fn enter(&mut self, call: GuestCall) -> Result<(&mut Store<GuestState>, &AdapterWorld, ResourceAny), SandboxError> {
         if self.poisoned {
-            return Err(self
-                .adapter
-                .sandbox_error(call, SandboxCause::Trap("instance already failed".into())));
+            return Err(self.adapter.sandbox_error(call, SandboxCause::Trap("instance already failed".into())));
         }
-        let instance = self
-            .instance
-            .as_mut()
-            .expect("a session holds its instance until dropped");
-        instance
-            .store
-            .set_epoch_deadline(self.adapter.limits.deadline_ticks());
+        let instance = self.instance.as_mut().expect("a session holds its instance until dropped");
+        instance.store.set_epoch_deadline(self.adapter.limits.deadline_ticks());
         Ok((&mut instance.store, &instance.world, self.resource))
     }
 
     /// A failed call poisons the instance and is named by cause.
-    fn settle<R>(
-        &mut self,
-        call: GuestCall,
-        result: wasmtime::Result<R>,
-    ) -> Result<R, SandboxError> {
+    fn settle<R>(&mut self, call: GuestCall, result: wasmtime::Result<R>) -> Result<R, SandboxError> {
         result.map_err(|e| {
             self.poisoned = true;
-            let state = self
-                .instance
-                .as_ref()
-                .expect("held until dropped")
-                .store
-                .data();
-            self.adapter
-                .sandbox_error(call, self.adapter.trap_cause(&e, state))
+            let state = self.instance.as_ref().expect("held until dropped").store.data();
+            self.adapter.sandbox_error(call, self.adapter.trap_cause(&e, state))
         })
     }
 }
@@ -184,11 +133,7 @@ impl Drop for AdapterSession {
 }
 
 /// Names a wasmtime error: our own limiter and the epoch deadline first, then the trap itself.
-pub(super) fn trap_cause(
-    error: &wasmtime::Error,
-    state: &GuestState,
-    limits: &super::SandboxLimits,
-) -> SandboxCause {
+pub(super) fn trap_cause(error: &wasmtime::Error, state: &GuestState, limits: &super::SandboxLimits) -> SandboxCause {
     if state.limiter.hit {
         return SandboxCause::MemoryLimit(limits.memory_bytes);
     }

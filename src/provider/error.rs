@@ -46,14 +46,7 @@ pub enum AttemptError {
     },
     /// Connecting, sending or reading failed.
     #[error("source `{source_name}` could not be reached: {message}")]
-    Transport {
-        source_name: SourceName,
-        message: String,
-    },
+    Transport { source_name: SourceName, message: String },
     #[error("source `{source_name}` timed out {phase} (after {} ms)", after.as_millis())]
-    Timeout {
-        source_name: SourceName,
-        phase: TimeoutPhase,
-        after: Duration,
-    },
+    Timeout { source_name: SourceName, phase: TimeoutPhase, after: Duration },
 }

@@ -19,10 +19,7 @@ pub fn events(response: reqwest::Response, framing: StreamFraming) -> EventStrea
             use eventsource_stream::Eventsource;
             bytes
                 .eventsource()
-                .map_ok(|e| StreamEvent {
-                    event: e.event,
-                    data: e.data,
-                })
+                .map_ok(|e| StreamEvent { event: e.event, data: e.data })
                 .map_err(|e| e.to_string())
                 .boxed()
         }
@@ -30,10 +27,7 @@ pub fn events(response: reqwest::Response, framing: StreamFraming) -> EventStrea
             let reader = StreamReader::new(bytes.map_err(std::io::Error::other));
             FramedRead::new(reader, LinesCodec::new_with_max_length(MAX_LINE_BYTES))
                 .try_filter(|line| futures::future::ready(!line.trim().is_empty()))
-                .map_ok(|line| StreamEvent {
-                    event: String::new(),
-                    data: line,
-                })
+                .map_ok(|line| StreamEvent { event: String::new(), data: line })
                 .map_err(|e| e.to_string())
                 .boxed()
         }

@@ -34,12 +34,7 @@ impl Target<'_> {
             base_url: self.source.base_url.trim_end_matches('/').to_string(),
             api_key: self.source.api_key.expose().to_string(),
             upstream_model: self.model.upstream_name().to_string(),
-            settings: self
-                .source
-                .settings
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            settings: self.source.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         }
     }
 }
@@ -64,11 +59,7 @@ impl Provider {
     }
 
     /// A non-streaming request: the unified response JSON.
-    pub async fn complete(
-        &self,
-        target: &Target<'_>,
-        unified: &str,
-    ) -> Result<String, AttemptError> {
+    pub async fn complete(&self, target: &Target<'_>, unified: &str) -> Result<String, AttemptError> {
         let mut session = target.adapter.open_session(&target.context()).await?;
         let request = guest(target.source, session.transform_request(unified).await)?;
         let timeout = target.source.timeout();
@@ -76,105 +67,68 @@ impl Provider {
             let response = self.send(target, request).await?;
             read_response(target, response).await
         };
-        let response = tokio::time::timeout(timeout, exchange)
-            .await
-            .map_err(|_| AttemptError::Timeout {
-                source_name: target.source.name.clone(),
-                phase: TimeoutPhase::Total,
-                after: timeout,
-            })??;
+        let response = tokio::time::timeout(timeout, exchange).await.map_err(|_| AttemptError::Timeout {
+            source_name: target.source.name.clone(),
+            phase: TimeoutPhase::Total,
+            after: timeout,
+        })??;
         guest(target.source, session.transform_response(&response).await)
     }
 
     /// A streaming request: resolves once the upstream answered 2xx; the stream then yields
     /// unified chunks as upstream events arrive, holding the adapter session to the end.
-    pub async fn stream(
-        &self,
-        target: &Target<'_>,
-        unified: &str,
-    ) -> Result<ChunkStream, AttemptError> {
+    pub async fn stream(&self, target: &Target<'_>, unified: &str) -> Result<ChunkStream, AttemptError> {
         let mut session = target.adapter.open_session(&target.context()).await?;
         let request = guest(target.source, session.transform_request(unified).await)?;
         let timeout = target.source.timeout();
-        let response = tokio::time::timeout(timeout, self.send(target, request))
-            .await
-            .map_err(|_| AttemptError::Timeout {
+        let response =
+            tokio::time::timeout(timeout, self.send(target, request)).await.map_err(|_| AttemptError::Timeout {
                 source_name: target.source.name.clone(),
                 phase: TimeoutPhase::FirstByte,
                 after: timeout,
             })??;
         if !response.status().is_success() {
             let response = read_response(target, response).await?;
-            return Err(
-                match guest(target.source, session.transform_response(&response).await) {
-                    Err(e) => e,
-                    Ok(_) => AttemptError::Upstream {
-                        source_name: target.source.name.clone(),
-                        kind: crate::plugin::ErrorKind::Server,
-                        status: Some(response.status),
-                        message: format!("upstream answered HTTP {}", response.status),
-                        retry_after: None,
-                    },
+            return Err(match guest(target.source, session.transform_response(&response).await) {
+                Err(e) => e,
+                Ok(_) => AttemptError::Upstream {
+                    source_name: target.source.name.clone(),
+                    kind: crate::plugin::ErrorKind::Server,
+                    status: Some(response.status),
+                    message: format!("upstream answered HTTP {}", response.status),
+                    retry_after: None,
                 },
-            );
+            });
         }
         let framing = session.adapter().metadata().stream_framing;
-        Ok(ChunkStream::new(
-            session,
-            framing::events(response, framing),
-            target,
-        ))
+        Ok(ChunkStream::new(session, framing::events(response, framing), target))
     }
 
-    async fn send(
-        &self,
-        target: &Target<'_>,
-        request: HttpRequest,
-    ) -> Result<reqwest::Response, AttemptError> {
+    async fn send(&self, target: &Target<'_>, request: HttpRequest) -> Result<reqwest::Response, AttemptError> {
         let adapter = target.adapter.name().to_string();
-        let bad = |message: String| AttemptError::BadAdapterOutput {
-            adapter: adapter.clone(),
-            message,
-        };
+        let bad = |message: String| AttemptError::BadAdapterOutput { adapter: adapter.clone(), message };
         let method = reqwest::Method::from_bytes(request.method.as_bytes())
             .map_err(|_| bad(format!("`{}` is not an HTTP method", request.method)))?;
-        let url = reqwest::Url::parse(&request.url)
-            .map_err(|e| bad(format!("`{}` is not a URL: {e}", request.url)))?;
+        let url = reqwest::Url::parse(&request.url).map_err(|e| bad(format!("`{}` is not a URL: {e}", request.url)))?;
         let mut headers = HeaderMap::with_capacity(request.headers.len());
         for (name, value) in request.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| bad(format!("`{name}` is not a header name")))?;
-            let value = HeaderValue::from_str(&value)
-                .map_err(|_| bad(format!("the value of header `{name}` is not valid")))?;
+            let name =
+                HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad(format!("`{name}` is not a header name")))?;
+            let value =
+                HeaderValue::from_str(&value).map_err(|_| bad(format!("the value of header `{name}` is not valid")))?;
             headers.append(name, value);
         }
-        let client = self
-            .clients
-            .get(&target.source.name)
-            .expect("a client exists for every configured source");
-        client
-            .request(method, url)
-            .headers(headers)
-            .body(request.body)
-            .send()
-            .await
-            .map_err(|e| transport(target, &e))
+        let client = self.clients.get(&target.source.name).expect("a client exists for every configured source");
+        client.request(method, url).headers(headers).body(request.body).send().await.map_err(|e| transport(target, &e))
     }
 }
 
-async fn read_response(
-    target: &Target<'_>,
-    mut response: reqwest::Response,
-) -> Result<HttpResponse, AttemptError> {
+async fn read_response(target: &Target<'_>, mut response: reqwest::Response) -> Result<HttpResponse, AttemptError> {
     let status = response.status().as_u16();
     let headers = response
         .headers()
         .iter()
-        .filter_map(|(k, v)| {
-            v.to_str()
-                .ok()
-                .map(|v| (k.as_str().to_string(), v.to_string()))
-        })
+        .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_string(), v.to_string())))
         .collect();
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(|e| transport(target, &e))? {
@@ -186,11 +140,7 @@ async fn read_response(
         }
         body.extend_from_slice(&chunk);
     }
-    Ok(HttpResponse {
-        status,
-        headers,
-        body,
-    })
+    Ok(HttpResponse { status, headers, body })
 }
 
 /// Flattens a guest call: sandbox failures and the adapter's own verdict both become attempt errors.
@@ -224,10 +174,7 @@ fn transport(target: &Target<'_>, error: &reqwest::Error) -> AttemptError {
         message.push_str(&inner.to_string());
         cause = inner.source();
     }
-    AttemptError::Transport {
-        source_name: target.source.name.clone(),
-        message: scrub(target.source, &message),
-    }
+    AttemptError::Transport { source_name: target.source.name.clone(), message: scrub(target.source, &message) }
 }
 
 /// Upstream messages sometimes echo the key they were sent; never pass it on.

@@ -29,11 +29,7 @@ struct State {
 }
 
 impl ChunkStream {
-    pub(super) fn new(
-        session: AdapterSession,
-        events: EventStream,
-        target: &Target<'_>,
-    ) -> ChunkStream {
+    pub(super) fn new(session: AdapterSession, events: EventStream, target: &Target<'_>) -> ChunkStream {
         let state = State {
             session,
             events,
@@ -42,9 +38,7 @@ impl ChunkStream {
             pending: VecDeque::new(),
             finished: false,
         };
-        ChunkStream {
-            inner: futures::stream::unfold(state, next).boxed(),
-        }
+        ChunkStream { inner: futures::stream::unfold(state, next).boxed() }
     }
 }
 
@@ -81,17 +75,14 @@ async fn next(mut st: State) -> Option<(Result<String, AttemptError>, State)> {
 async fn step(st: &mut State) -> Result<StreamOutput, AttemptError> {
     let source = &st.source;
     match tokio::time::timeout(st.idle, st.events.next()).await {
-        Err(_) => Err(AttemptError::Timeout {
-            source_name: source.name.clone(),
-            phase: TimeoutPhase::Idle,
-            after: st.idle,
-        }),
+        Err(_) => {
+            Err(AttemptError::Timeout { source_name: source.name.clone(), phase: TimeoutPhase::Idle, after: st.idle })
+        }
         Ok(Some(Err(message))) => Err(AttemptError::Transport {
             source_name: source.name.clone(),
             message: format!("stream broke: {message}"),
         }),
         Ok(Some(Ok(event))) => guest(source, st.session.transform_stream_chunk(&event).await),
-        Ok(None) => guest(source, st.session.finish_stream().await)
-            .map(|out| StreamOutput { done: true, ..out }),
+        Ok(None) => guest(source, st.session.finish_stream().await).map(|out| StreamOutput { done: true, ..out }),
     }
 }

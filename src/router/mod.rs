@@ -29,11 +29,7 @@ pub fn resolve<'a>(config: &'a Config, requested: &str) -> Option<Resolved<'a>> 
             return Some(Resolved { source, model });
         }
     }
-    config.sources.iter().find_map(|source| {
-        source
-            .model(requested)
-            .map(|model| Resolved { source, model })
-    })
+    config.sources.iter().find_map(|source| source.model(requested).map(|model| Resolved { source, model }))
 }
 
 #[cfg(test)]
@@ -76,10 +72,7 @@ sources:
     #[test]
     fn separators_inside_model_names_are_not_prefixes() {
         let c = config();
-        assert_eq!(
-            pick(&c, "meta-llama/Llama-3").as_deref(),
-            Some("a/meta-llama/Llama-3")
-        );
+        assert_eq!(pick(&c, "meta-llama/Llama-3").as_deref(), Some("a/meta-llama/Llama-3"));
         assert_eq!(pick(&c, "llama3:8b").as_deref(), Some("b/llama3:8b"));
         assert_eq!(pick(&c, "b:llama3:8b").as_deref(), Some("b/llama3:8b"));
     }

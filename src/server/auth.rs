@@ -22,9 +22,7 @@ impl ModelScope {
 
     /// True when any of `names` (the requested name, and what it resolved to) is in scope.
     pub fn allows(&self, names: &[&str]) -> bool {
-        self.patterns
-            .iter()
-            .any(|p| names.iter().any(|n| matches(p, n)))
+        self.patterns.iter().any(|p| names.iter().any(|n| matches(p, n)))
     }
 }
 
@@ -50,13 +48,7 @@ impl KeyTable {
         let by_digest = keys
             .iter()
             .map(|k| {
-                (
-                    digest(k.key.expose()),
-                    KeyEntry {
-                        name: k.name.clone(),
-                        scope: ModelScope::new(k.models.clone()),
-                    },
-                )
+                (digest(k.key.expose()), KeyEntry { name: k.name.clone(), scope: ModelScope::new(k.models.clone()) })
             })
             .collect();
         KeyTable { by_digest }
@@ -64,23 +56,18 @@ impl KeyTable {
 
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<&KeyEntry, ApiError> {
         let unauthorized = |message: &str| {
-            ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", message)
-                .code("invalid_api_key")
+            ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", message).code("invalid_api_key")
         };
         let value = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| {
-                unauthorized("missing gateway key: send it as `Authorization: Bearer <key>`")
-            })?;
+            .ok_or_else(|| unauthorized("missing gateway key: send it as `Authorization: Bearer <key>`"))?;
         let token = value
             .strip_prefix("Bearer ")
             .or_else(|| value.strip_prefix("bearer "))
             .map(str::trim)
             .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <key>`"))?;
-        self.by_digest
-            .get(&digest(token))
-            .ok_or_else(|| unauthorized("invalid gateway key"))
+        self.by_digest.get(&digest(token)).ok_or_else(|| unauthorized("invalid gateway key"))
     }
 }
 
@@ -94,11 +81,7 @@ mod tests {
 
     #[test]
     fn scopes_match_exact_prefix_and_star() {
-        let scope = ModelScope::new(vec![
-            "gpt-4o".into(),
-            "claude-*".into(),
-            "local/llama3".into(),
-        ]);
+        let scope = ModelScope::new(vec!["gpt-4o".into(), "claude-*".into(), "local/llama3".into()]);
         assert!(scope.allows(&["gpt-4o"]));
         assert!(!scope.allows(&["gpt-4o-mini"]));
         assert!(scope.allows(&["claude-sonnet-4"]));

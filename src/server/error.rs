@@ -19,13 +19,7 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            kind,
-            code: None,
-            param: None,
-            message: message.into(),
-        }
+        ApiError { status, kind, code: None, param: None, message: message.into() }
     }
 
     pub fn code(mut self, code: &'static str) -> Self {
@@ -61,19 +55,12 @@ impl From<&AttemptError> for ApiError {
                 ApiError::new(StatusCode::BAD_GATEWAY, "adapter_error", message)
             }
             AttemptError::Transport { .. } => {
-                ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", message)
-                    .code("upstream_unreachable")
+                ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", message).code("upstream_unreachable")
             }
             AttemptError::Timeout { .. } => {
-                ApiError::new(StatusCode::GATEWAY_TIMEOUT, "upstream_error", message)
-                    .code("upstream_timeout")
+                ApiError::new(StatusCode::GATEWAY_TIMEOUT, "upstream_error", message).code("upstream_timeout")
             }
-            AttemptError::Upstream {
-                kind,
-                status,
-                message,
-                ..
-            } => {
+            AttemptError::Upstream { kind, status, message, .. } => {
                 let (fallback, kind_name, code) = upstream_kind(*kind);
                 let status = status
                     .and_then(|s| StatusCode::from_u16(s).ok())
@@ -88,65 +75,17 @@ impl From<&AttemptError> for ApiError {
 /// (status when the upstream gave none, OpenAI error type, code) for each adapter verdict.
 fn upstream_kind(kind: ErrorKind) -> (StatusCode, &'static str, &'static str) {
     match kind {
-        ErrorKind::BadRequest => (
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "bad_request",
-        ),
-        ErrorKind::Auth => (
-            StatusCode::UNAUTHORIZED,
-            "authentication_error",
-            "upstream_auth",
-        ),
-        ErrorKind::Permission => (
-            StatusCode::FORBIDDEN,
-            "permission_error",
-            "upstream_permission",
-        ),
-        ErrorKind::NotFound => (
-            StatusCode::NOT_FOUND,
-            "not_found_error",
-            "upstream_not_found",
-        ),
-        ErrorKind::RateLimit => (
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limit_error",
-            "rate_limited",
-        ),
-        ErrorKind::Quota => (
-            StatusCode::TOO_MANY_REQUESTS,
-            "insufficient_quota",
-            "insufficient_quota",
-        ),
-        ErrorKind::Overloaded => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "overloaded_error",
-            "overloaded",
-        ),
-        ErrorKind::Server => (
-            StatusCode::BAD_GATEWAY,
-            "upstream_error",
-            "upstream_server_error",
-        ),
-        ErrorKind::ContentPolicy => (
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "content_policy_violation",
-        ),
-        ErrorKind::InvalidResponse => (
-            StatusCode::BAD_GATEWAY,
-            "upstream_error",
-            "invalid_upstream_response",
-        ),
-        ErrorKind::Truncated => (
-            StatusCode::BAD_GATEWAY,
-            "upstream_error",
-            "stream_truncated",
-        ),
-        ErrorKind::Unsupported => (
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "unsupported",
-        ),
+        ErrorKind::BadRequest => (StatusCode::BAD_REQUEST, "invalid_request_error", "bad_request"),
+        ErrorKind::Auth => (StatusCode::UNAUTHORIZED, "authentication_error", "upstream_auth"),
+        ErrorKind::Permission => (StatusCode::FORBIDDEN, "permission_error", "upstream_permission"),
+        ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found_error", "upstream_not_found"),
+        ErrorKind::RateLimit => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "rate_limited"),
+        ErrorKind::Quota => (StatusCode::TOO_MANY_REQUESTS, "insufficient_quota", "insufficient_quota"),
+        ErrorKind::Overloaded => (StatusCode::SERVICE_UNAVAILABLE, "overloaded_error", "overloaded"),
+        ErrorKind::Server => (StatusCode::BAD_GATEWAY, "upstream_error", "upstream_server_error"),
+        ErrorKind::ContentPolicy => (StatusCode::BAD_REQUEST, "invalid_request_error", "content_policy_violation"),
+        ErrorKind::InvalidResponse => (StatusCode::BAD_GATEWAY, "upstream_error", "invalid_upstream_response"),
+        ErrorKind::Truncated => (StatusCode::BAD_GATEWAY, "upstream_error", "stream_truncated"),
+        ErrorKind::Unsupported => (StatusCode::BAD_REQUEST, "invalid_request_error", "unsupported"),
     }
 }

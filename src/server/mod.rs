@@ -2,7 +2,9 @@
 
 mod auth;
 mod chat;
+mod dispatch;
 mod error;
+mod messages;
 mod models;
 mod request;
 
@@ -33,18 +35,14 @@ impl Gateway {
         for adapter in plugins.adapters() {
             adapter.set_pool_capacity(config.adapter_concurrency(adapter.name()));
         }
-        Ok(Gateway {
-            provider: Provider::new(&config)?,
-            keys: KeyTable::new(&config.keys),
-            config,
-            plugins,
-        })
+        Ok(Gateway { provider: Provider::new(&config)?, keys: KeyTable::new(&config.keys), config, plugins })
     }
 }
 
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
+        .route("/v1/messages", post(messages::messages))
         .route("/v1/models", get(models::list_models))
         .route("/health", get(models::health))
         .fallback(not_found)
@@ -52,12 +50,8 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
 }
 
 async fn not_found(uri: axum::http::Uri) -> impl IntoResponse {
-    ApiError::new(
-        axum::http::StatusCode::NOT_FOUND,
-        "invalid_request_error",
-        format!("no route for {}", uri.path()),
-    )
-    .code("unknown_url")
+    ApiError::new(axum::http::StatusCode::NOT_FOUND, "invalid_request_error", format!("no route for {}", uri.path()))
+        .code("unknown_url")
 }
 
 /// Binds `addr` and serves until `shutdown` resolves; returns the bound address at once.
@@ -69,10 +63,6 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let app = router(gateway);
-    let handle = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
-    });
+    let handle = tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await });
     Ok((bound, handle))
 }

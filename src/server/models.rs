@@ -11,10 +11,7 @@ use serde_json::{Value, json};
 use super::Gateway;
 use super::error::ApiError;
 
-pub async fn list_models(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+pub async fn list_models(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
     let key = gw.keys.authenticate(&headers)?;
     let mut seen = BTreeSet::new();
     let mut data = Vec::new();

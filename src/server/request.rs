@@ -15,15 +15,10 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "invalid_request_error",
-            format!(
-                "request body exceeds the gateway's limit of {} MiB (body_limit_mb)",
-                limit >> 20
-            ),
+            format!("request body exceeds the gateway's limit of {} MiB (body_limit_mb)", limit >> 20),
         )
         .code("request_too_large")),
-        Err(e) => Err(ApiError::invalid_request(format!(
-            "could not read the request body: {e}"
-        ))),
+        Err(e) => Err(ApiError::invalid_request(format!("could not read the request body: {e}"))),
     }
 }
 
@@ -39,13 +34,9 @@ pub fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, ApiError
             let path = e.path().to_string();
             let inner = e.into_inner();
             if inner.is_syntax() || inner.is_eof() {
-                Err(ApiError::invalid_request(format!(
-                    "request body is not valid JSON: {inner}"
-                )))
+                Err(ApiError::invalid_request(format!("request body is not valid JSON: {inner}")))
             } else if path == "." {
-                Err(ApiError::invalid_request(format!(
-                    "invalid request: {inner}"
-                )))
+                Err(ApiError::invalid_request(format!("invalid request: {inner}")))
             } else {
                 Err(ApiError::invalid_request(format!("invalid `{path}`: {inner}")).param(path))
             }
@@ -153,21 +144,9 @@ mod tests {
 
     #[test]
     fn reports_syntax_errors_and_missing_fields() {
-        assert!(
-            err(r#"{"model": "#)
-                .message
-                .starts_with("request body is not valid JSON")
-        );
-        assert!(
-            err(r#"{"model":"m","messages":[]} trailing"#)
-                .message
-                .starts_with("request body is not valid JSON")
-        );
-        assert!(
-            err(r#"{"messages":[]}"#)
-                .message
-                .contains("missing field `model`")
-        );
+        assert!(err(r#"{"model": "#).message.starts_with("request body is not valid JSON"));
+        assert!(err(r#"{"model":"m","messages":[]} trailing"#).message.starts_with("request body is not valid JSON"));
+        assert!(err(r#"{"messages":[]}"#).message.contains("missing field `model`"));
     }
 
     #[test]

@@ -16,19 +16,11 @@ pub struct StateError {
 
 /// Opens (creating if needed) the state database and brings its schema up to date.
 pub fn open(path: &Path) -> Result<Connection, StateError> {
-    let wrap = |source| StateError {
-        path: path.display().to_string(),
-        source,
-    };
+    let wrap = |source| StateError { path: path.display().to_string(), source };
     let conn = Connection::open(path).map_err(wrap)?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(wrap)?;
-    conn.pragma_update(None, "synchronous", "NORMAL")
-        .map_err(wrap)?;
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
-    )
-    .map_err(wrap)?;
+    conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
+    conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
+    conn.execute_batch("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);").map_err(wrap)?;
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) ON CONFLICT(key) DO NOTHING",
         [SCHEMA_VERSION.to_string()],
@@ -44,19 +36,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
         let conn = super::open(&path).unwrap();
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-            .unwrap();
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
         assert_eq!(mode, "wal");
         drop(conn);
         let conn = super::open(&path).unwrap();
-        let v: String = conn
-            .query_row(
-                "SELECT value FROM meta WHERE key='schema_version'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let v: String = conn.query_row("SELECT value FROM meta WHERE key='schema_version'", [], |r| r.get(0)).unwrap();
         assert_eq!(v, "1");
     }
 }

@@ -4,11 +4,7 @@
 use std::process::Command;
 
 fn switchyard(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .args(args)
-        .env("SWITCHYARD_LOG", "warn")
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard")).args(args).env("SWITCHYARD_LOG", "warn").output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -44,20 +40,14 @@ sources:
 fn check_reports_every_error_with_file_line_field_and_fix() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bad.yaml");
-    std::fs::write(
-        &file,
-        BAD.replace("{data}", &dir.path().display().to_string()),
-    )
-    .unwrap();
+    std::fs::write(&file, BAD.replace("{data}", &dir.path().display().to_string())).unwrap();
     let path = file.display().to_string();
     let (code, _, err) = switchyard(&["check", "--config", &path]);
     assert_eq!(code, 2, "{err}");
     let expect = [
         format!("{path}:1: listen: `localhost` is not an address with a port"),
         format!("{path}:3: sourcs: unknown setting `sourcs`"),
-        format!(
-            "{path}:6: keys[0].key: environment variable SWITCHYARD_TEST_SURELY_UNSET is not set"
-        ),
+        format!("{path}:6: keys[0].key: environment variable SWITCHYARD_TEST_SURELY_UNSET is not set"),
         format!("{path}:10: sources[0].base_url: `not-a-url` is not an http(s) URL"),
         format!("{path}:11: sources[0].adapter: no adapter named `nosuch`"),
         format!("{path}:16: sources[1].max_concurent: unknown field `max_concurent`"),
@@ -65,43 +55,28 @@ fn check_reports_every_error_with_file_line_field_and_fix() {
     ];
     let mut at = 0;
     for line in &expect {
-        let found = err[at..]
-            .find(line.as_str())
-            .unwrap_or_else(|| panic!("missing {line:?} (in line order) in:\n{err}"));
+        let found =
+            err[at..].find(line.as_str()).unwrap_or_else(|| panic!("missing {line:?} (in line order) in:\n{err}"));
         at += found + line.len();
     }
     assert!(err.contains("has 7 errors"), "{err}");
     assert!(err.contains("did you mean `sources`?"), "{err}");
-    assert_eq!(
-        err.matches("      fix: ").count(),
-        7,
-        "every error carries a fix:\n{err}"
-    );
+    assert_eq!(err.matches("      fix: ").count(), 7, "every error carries a fix:\n{err}");
 }
 
 #[test]
 fn check_accepts_the_shipped_example_and_serve_refuses_bad_config() {
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/config.example.yaml");
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(example)
-        .unwrap()
-        .replace("./data", &dir.path().join("data").display().to_string());
+    let text =
+        std::fs::read_to_string(example).unwrap().replace("./data", &dir.path().join("data").display().to_string());
     let file = dir.path().join("config.yaml");
     std::fs::write(&file, text).unwrap();
     let (code, out, err) = switchyard(&["check", "--config", &file.display().to_string()]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(
-        out.starts_with("config OK: 2 sources, 1 keys, adapters: openai"),
-        "{out}"
-    );
+    assert!(out.starts_with("config OK: 2 sources, 1 keys, adapters: anthropic, openai"), "{out}");
 
-    let (code, _, err) = switchyard(&[
-        "--config",
-        &dir.path().join("missing.yaml").display().to_string(),
-    ]);
+    let (code, _, err) = switchyard(&["--config", &dir.path().join("missing.yaml").display().to_string()]);
     assert_eq!(code, 2);
-    assert!(
-        err.contains("cannot read config file") && err.contains("fix:"),
-        "{err}"
-    );
+    assert!(err.contains("cannot read config file") && err.contains("fix:"), "{err}");
 }

@@ -2,30 +2,20 @@
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
-use async_openai::types::chat::{
-    ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequestArgs,
-};
+use async_openai::types::chat::{ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequestArgs};
 use futures::StreamExt;
 
 use crate::support::{KEY, MockUpstream, TestGateway, config_with, mock_source};
 
 fn client(gw: &TestGateway) -> Client<OpenAIConfig> {
-    Client::with_config(
-        OpenAIConfig::new()
-            .with_api_base(format!("{}/v1", gw.url))
-            .with_api_key(KEY),
-    )
+    Client::with_config(OpenAIConfig::new().with_api_base(format!("{}/v1", gw.url)).with_api_key(KEY))
 }
 
 fn request(stream: bool) -> async_openai::types::chat::CreateChatCompletionRequest {
     CreateChatCompletionRequestArgs::default()
         .model("fixture")
         .stream(stream)
-        .messages([ChatCompletionRequestUserMessageArgs::default()
-            .content("Hello!")
-            .build()
-            .unwrap()
-            .into()])
+        .messages([ChatCompletionRequestUserMessageArgs::default().content("Hello!").build().unwrap().into()])
         .build()
         .unwrap()
 }
@@ -37,32 +27,18 @@ async fn async_openai_completes_and_lists_models() {
     let client = client(&gw);
 
     let response = client.chat().create(request(false)).await.unwrap();
-    assert_eq!(
-        response.choices[0].message.content.as_deref(),
-        Some("\n\nHello there, how may I assist you today?")
-    );
+    assert_eq!(response.choices[0].message.content.as_deref(), Some("\n\nHello there, how may I assist you today?"));
     assert_eq!(response.usage.unwrap().total_tokens, 21);
 
     let models = client.models().list().await.unwrap();
-    assert_eq!(
-        models
-            .data
-            .iter()
-            .map(|m| m.id.as_str())
-            .collect::<Vec<_>>(),
-        ["fixture"]
-    );
+    assert_eq!(models.data.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["fixture"]);
 }
 
 #[tokio::test]
 async fn async_openai_streams_content_and_usage() {
     let mock = MockUpstream::start().await;
     let gw = TestGateway::start(&config_with(&mock_source(&mock, &["fixture"]))).await;
-    let mut stream = client(&gw)
-        .chat()
-        .create_stream(request(true))
-        .await
-        .unwrap();
+    let mut stream = client(&gw).chat().create_stream(request(true)).await.unwrap();
     let mut text = String::new();
     let mut finish = None;
     let mut usage = None;

@@ -17,10 +17,7 @@ struct SseReader {
 
 impl SseReader {
     fn new(response: reqwest::Response) -> Self {
-        SseReader {
-            response,
-            buffer: String::new(),
-        }
+        SseReader { response, buffer: String::new() }
     }
 
     async fn next_event(&mut self) -> Option<String> {
@@ -37,9 +34,7 @@ impl SseReader {
 
 /// A bound on waits that would otherwise hang a broken build forever.
 async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), f)
-        .await
-        .unwrap_or_else(|_| panic!("timed out: {what}"))
+    tokio::time::timeout(Duration::from_secs(20), f).await.unwrap_or_else(|_| panic!("timed out: {what}"))
 }
 
 #[tokio::test]
@@ -50,16 +45,10 @@ async fn each_event_is_forwarded_before_the_next_is_produced() {
     let mut reader = SseReader::new(gw.chat(chat_body("gated", true)).await);
 
     // The upstream has sent only its first event: the client must already have it.
-    assert_eq!(
-        within("first event", reader.next_event()).await.as_deref(),
-        Some(events[0].as_str())
-    );
+    assert_eq!(within("first event", reader.next_event()).await.as_deref(), Some(events[0].as_str()));
     for expected in &events[1..] {
         mock.state.gate.add_permits(1);
-        assert_eq!(
-            within("next event", reader.next_event()).await.as_deref(),
-            Some(expected.as_str())
-        );
+        assert_eq!(within("next event", reader.next_event()).await.as_deref(), Some(expected.as_str()));
     }
     assert_eq!(within("end", reader.next_event()).await, None);
 }
@@ -76,31 +65,17 @@ async fn a_client_hang_up_cancels_the_upstream_request() {
     assert!(mock.state.hung_up_flag.load(Ordering::SeqCst));
 
     // The instance went back to the pool and the gateway keeps serving.
-    let adapter = gw
-        .gateway
-        .plugins
-        .adapter(&switchyard::config::AdapterName::new("openai"))
-        .unwrap();
-    assert_eq!(
-        adapter.pool_stats().1,
-        1,
-        "the stream's instance is back in the pool"
-    );
+    let adapter = gw.gateway.plugins.adapter(&switchyard::config::AdapterName::new("openai")).unwrap();
+    assert_eq!(adapter.pool_stats().1, 1, "the stream's instance is back in the pool");
     let response = gw.chat(chat_body("fixture", false)).await;
     assert_eq!(response.status(), 200);
     assert_eq!(adapter.pool_stats().1, 1, "and was reused");
 }
 
 fn error_event(event: &str) -> Value {
-    let json = event
-        .strip_prefix("data: ")
-        .expect("an SSE data line")
-        .trim_end();
+    let json = event.strip_prefix("data: ").expect("an SSE data line").trim_end();
     let value: Value = serde_json::from_str(json).unwrap();
-    assert!(
-        value.get("error").is_some(),
-        "expected an error event, got {event}"
-    );
+    assert!(value.get("error").is_some(), "expected an error event, got {event}");
     value
 }
 
@@ -109,23 +84,11 @@ async fn a_silent_upstream_is_cut_by_the_idle_timeout_with_an_error_event() {
     let mock = MockUpstream::start().await;
     let gw = TestGateway::start(&config_with(&mock_source(&mock, &["silent"]))).await;
     let mut reader = SseReader::new(gw.chat(chat_body("silent", true)).await);
-    assert_eq!(
-        within("first", reader.next_event()).await.unwrap(),
-        sse_events()[0]
-    );
+    assert_eq!(within("first", reader.next_event()).await.unwrap(), sse_events()[0]);
     let error = error_event(&within("error event", reader.next_event()).await.unwrap());
     assert_eq!(error["error"]["code"], "upstream_timeout");
-    assert!(
-        error["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("next stream event")
-    );
-    assert_eq!(
-        within("end", reader.next_event()).await,
-        None,
-        "no [DONE] after a failure"
-    );
+    assert!(error["error"]["message"].as_str().unwrap().contains("next stream event"));
+    assert_eq!(within("end", reader.next_event()).await, None, "no [DONE] after a failure");
 }
 
 #[tokio::test]

@@ -3,8 +3,8 @@
 //! anything else behaves.
 
 use adapter_kit::{
-    AdapterError, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
-    StreamFraming, StreamOutput, parse_request,
+    AdapterError, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent, StreamFraming,
+    StreamOutput, parse_request,
 };
 
 struct Hostile;
@@ -13,7 +13,12 @@ impl Guest for Hostile {
     type Session = Session;
 
     fn describe() -> Metadata {
-        Metadata { name: "hostile".into(), version: "0.0.0".into(), protocol: "openai-chat".into(), stream_framing: StreamFraming::Sse }
+        Metadata {
+            name: "hostile".into(),
+            version: "0.0.0".into(),
+            protocol: "openai-chat".into(),
+            stream_framing: StreamFraming::Sse,
+        }
     }
 }
 
@@ -63,7 +68,12 @@ impl GuestSession for Session {
         let body = parse_request(&request)?;
         let model = body.get("model").and_then(|m| m.as_str()).unwrap_or_default();
         let body = misbehave(model).unwrap_or_else(|| request.into_bytes());
-        Ok(HttpRequest { method: "POST".into(), url: format!("{}/chat/completions", self.ctx.base_url), headers: vec![], body })
+        Ok(HttpRequest {
+            method: "POST".into(),
+            url: format!("{}/chat/completions", self.ctx.base_url),
+            headers: vec![],
+            body,
+        })
     }
 
     fn transform_response(&self, response: HttpResponse) -> Result<String, AdapterError> {

@@ -31,7 +31,11 @@ pub fn error_fields(value: &serde_json::Value) -> (Option<String>, Option<String
     let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
     match value.get("error") {
         Some(serde_json::Value::Object(e)) => {
-            let code = e.get("code").and_then(text).or_else(|| e.get("type").and_then(text)).or_else(|| e.get("status").and_then(text));
+            let code = e
+                .get("code")
+                .and_then(text)
+                .or_else(|| e.get("type").and_then(text))
+                .or_else(|| e.get("status").and_then(text));
             (e.get("message").and_then(text), code)
         }
         Some(serde_json::Value::String(s)) => (Some(s.clone()), None),
@@ -42,9 +46,14 @@ pub fn error_fields(value: &serde_json::Value) -> (Option<String>, Option<String
 pub fn classify(status: u16, code: Option<&str>, message: &str) -> ErrorKind {
     let code = code.unwrap_or("").to_ascii_lowercase();
     let message = message.to_ascii_lowercase();
-    let quota = code.contains("insufficient_quota") || code.contains("resource_exhausted") && message.contains("quota")
-        || message.contains("exceeded your current quota") || code.contains("billing");
-    if code.contains("content_filter") || code.contains("content_policy") || message.contains("content management policy") {
+    let quota = code.contains("insufficient_quota")
+        || code.contains("resource_exhausted") && message.contains("quota")
+        || message.contains("exceeded your current quota")
+        || code.contains("billing");
+    if code.contains("content_filter")
+        || code.contains("content_policy")
+        || message.contains("content management policy")
+    {
         return ErrorKind::ContentPolicy;
     }
     match status {

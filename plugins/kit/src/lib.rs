@@ -15,12 +15,13 @@ pub use bindings::export;
 
 pub mod errors;
 pub mod http;
+pub mod unified;
 
 pub use bindings::exports::switchyard::adapter::adapter::{Guest, GuestSession, SessionBorrow};
 pub use bindings::switchyard::adapter::host;
 pub use bindings::switchyard::adapter::types::{
-    AdapterError, ErrorKind, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
-    StreamFraming, StreamOutput,
+    AdapterError, ErrorKind, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent, StreamFraming,
+    StreamOutput,
 };
 
 /// Parses the unified request JSON the host hands over; it is always a JSON object.

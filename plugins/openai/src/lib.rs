@@ -6,8 +6,8 @@ use std::cell::Cell;
 use adapter_kit::errors::{adapter_error, error_fields, upstream_error};
 use adapter_kit::http::{join_url, setting_headers};
 use adapter_kit::{
-    AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext,
-    StreamEvent, StreamFraming, StreamOutput, parse_request, setting,
+    AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
+    StreamFraming, StreamOutput, parse_request, setting,
 };
 use serde_json::{Value, json};
 
@@ -27,7 +27,8 @@ impl Guest for OpenAi {
 }
 
 /// Gateway-only request fields an OpenAI upstream would reject.
-const GATEWAY_FIELDS: &[&str] = &["disable_thinking"];
+/// (`thinking` and `top_k` arrive from Anthropic clients through the /v1/messages front door.)
+const GATEWAY_FIELDS: &[&str] = &["disable_thinking", "thinking", "top_k"];
 
 struct Session {
     ctx: SourceContext,
@@ -101,7 +102,10 @@ impl GuestSession for Session {
             .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("stream event is not JSON: {e}")))?;
         if value.get("error").is_some() {
             let (message, _) = error_fields(&value);
-            return Err(adapter_error(ErrorKind::Server, &message.unwrap_or_else(|| "upstream sent an error event".into())));
+            return Err(adapter_error(
+                ErrorKind::Server,
+                &message.unwrap_or_else(|| "upstream sent an error event".into()),
+            ));
         }
         let finished = value
             .get("choices")

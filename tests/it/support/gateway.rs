@@ -49,33 +49,19 @@ impl TestGateway {
         })
         .await
         .unwrap();
-        TestGateway {
-            url: format!("http://{addr}"),
-            gateway,
-            report,
-            _dir: dir,
-            _shutdown: tx,
-        }
+        TestGateway { url: format!("http://{addr}"), gateway, report, _dir: dir, _shutdown: tx }
     }
 
     pub fn post(&self, path: &str) -> reqwest::RequestBuilder {
-        reqwest::Client::new()
-            .post(format!("{}{path}", self.url))
-            .bearer_auth(KEY)
+        reqwest::Client::new().post(format!("{}{path}", self.url)).bearer_auth(KEY)
     }
 
     pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
-        reqwest::Client::new()
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(KEY)
+        reqwest::Client::new().get(format!("{}{path}", self.url)).bearer_auth(KEY)
     }
 
     pub async fn chat(&self, body: serde_json::Value) -> reqwest::Response {
-        self.post("/v1/chat/completions")
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
+        self.post("/v1/chat/completions").json(&body).send().await.unwrap()
     }
 }
 

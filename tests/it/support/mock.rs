@@ -62,100 +62,58 @@ pub struct MockUpstream {
 impl MockUpstream {
     pub async fn start() -> MockUpstream {
         let state = Arc::new(MockState::default());
-        let app = Router::new()
-            .route("/v1/chat/completions", post(chat))
-            .with_state(state.clone());
+        let app = Router::new().route("/v1/chat/completions", post(chat)).with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        MockUpstream {
-            url: format!("http://{addr}/v1"),
-            state,
-        }
+        MockUpstream { url: format!("http://{addr}/v1"), state }
     }
 }
 
 /// The fixture stream split into its events, each with its trailing blank line.
 pub fn sse_events() -> Vec<String> {
-    CHAT_SSE
-        .split_inclusive("\n\n")
-        .map(str::to_string)
-        .collect()
+    CHAT_SSE.split_inclusive("\n\n").map(str::to_string).collect()
 }
 
 async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Bytes) -> Response {
     let body: Value = serde_json::from_slice(&body).expect("the gateway sends JSON upstream");
-    state.requests.lock().unwrap().push(Recorded {
-        headers,
-        body: body.clone(),
-    });
+    state.requests.lock().unwrap().push(Recorded { headers, body: body.clone() });
     let model = body["model"].as_str().unwrap_or_default().to_string();
     let streaming = body["stream"].as_bool().unwrap_or(false);
     match model.as_str() {
         "error-429" => (
             StatusCode::TOO_MANY_REQUESTS,
-            [
-                (header::CONTENT_TYPE, "application/json"),
-                (header::RETRY_AFTER, "20"),
-            ],
+            [(header::CONTENT_TYPE, "application/json"), (header::RETRY_AFTER, "20")],
             ERROR_429,
         )
             .into_response(),
-        "error-401" => (
-            StatusCode::UNAUTHORIZED,
-            [(header::CONTENT_TYPE, "application/json")],
-            ERROR_401,
-        )
-            .into_response(),
+        "error-401" => {
+            (StatusCode::UNAUTHORIZED, [(header::CONTENT_TYPE, "application/json")], ERROR_401).into_response()
+        }
         "error-500" => (StatusCode::INTERNAL_SERVER_ERROR, "upstream exploded").into_response(),
-        "not-json" => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/json")],
-            "<html>oops</html>",
-        )
-            .into_response(),
-        _ if !streaming => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/json")],
-            CHAT_JSON,
-        )
-            .into_response(),
+        "not-json" => {
+            (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], "<html>oops</html>").into_response()
+        }
+        _ if !streaming => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], CHAT_JSON).into_response(),
         "gated" => sse(gated(state, sse_events())),
-        "silent" => sse(
-            futures::stream::iter(vec![Ok(Bytes::from(sse_events()[0].clone()))])
-                .chain(futures::stream::pending()),
-        ),
-        "cut" => sse(futures::stream::iter(
-            sse_events()[..3]
-                .iter()
-                .map(|e| Ok(Bytes::from(e.clone())))
-                .collect::<Vec<_>>(),
-        )),
-        _ => sse(futures::stream::iter(
-            sse_events()
-                .into_iter()
-                .map(|e| Ok(Bytes::from(e)))
-                .collect::<Vec<_>>(),
-        )),
+        "silent" => {
+            sse(futures::stream::iter(vec![Ok(Bytes::from(sse_events()[0].clone()))]).chain(futures::stream::pending()))
+        }
+        "cut" => {
+            sse(futures::stream::iter(sse_events()[..3].iter().map(|e| Ok(Bytes::from(e.clone()))).collect::<Vec<_>>()))
+        }
+        _ => sse(futures::stream::iter(sse_events().into_iter().map(|e| Ok(Bytes::from(e))).collect::<Vec<_>>())),
     }
 }
 
 use futures::StreamExt;
 
-fn sse(
-    events: impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static,
-) -> Response {
-    Response::builder()
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .body(Body::from_stream(events))
-        .unwrap()
+fn sse(events: impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static) -> Response {
+    Response::builder().header(header::CONTENT_TYPE, "text/event-stream").body(Body::from_stream(events)).unwrap()
 }
 
 /// Sends the first event at once, then one more per gate permit; notes when it is dropped.
-fn gated(
-    state: Arc<MockState>,
-    events: Vec<String>,
-) -> impl futures::Stream<Item = Result<Bytes, Infallible>> + Send {
+fn gated(state: Arc<MockState>, events: Vec<String>) -> impl futures::Stream<Item = Result<Bytes, Infallible>> + Send {
     struct HangUp(Arc<MockState>);
     impl Drop for HangUp {
         fn drop(&mut self) {
@@ -164,14 +122,11 @@ fn gated(
         }
     }
     let guard = HangUp(state);
-    futures::stream::unfold(
-        (guard, events.into_iter(), true),
-        |(guard, mut events, first)| async move {
-            let event = events.next()?;
-            if !first {
-                guard.0.gate.acquire().await.unwrap().forget();
-            }
-            Some((Ok(Bytes::from(event)), (guard, events, false)))
-        },
-    )
+    futures::stream::unfold((guard, events.into_iter(), true), |(guard, mut events, first)| async move {
+        let event = events.next()?;
+        if !first {
+            guard.0.gate.acquire().await.unwrap().forget();
+        }
+        Some((Ok(Bytes::from(event)), (guard, events, false)))
+    })
 }

@@ -1,0 +1,169 @@
+//! The unified (OpenAI Chat Completions) shapes adapters produce, and readers for the unified
+//! request, so every adapter builds chunks, responses and usage the same way.
+
+use serde_json::{Map, Value, json};
+
+/// Builds `chat.completion.chunk` JSON for one stream.
+#[derive(Debug, Clone, Default)]
+pub struct ChunkBuilder {
+    pub id: String,
+    pub model: String,
+    pub created: u64,
+}
+
+impl ChunkBuilder {
+    pub fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> String {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}],
+        })
+        .to_string()
+    }
+
+    /// The final usage-only chunk, as OpenAI sends with `stream_options.include_usage`.
+    pub fn usage_chunk(&self, usage: Value) -> String {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": usage,
+        })
+        .to_string()
+    }
+}
+
+/// Token counts as the upstream reported them; `None` means "not reported", never 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// All prompt tokens, cached ones included.
+    pub prompt: Option<u64>,
+    pub completion: Option<u64>,
+    /// Prompt tokens read from the upstream's cache.
+    pub cached: Option<u64>,
+    /// Prompt tokens written to the upstream's cache (Anthropic).
+    pub cache_creation: Option<u64>,
+    pub reasoning: Option<u64>,
+}
+
+impl Usage {
+    pub fn to_json(&self) -> Value {
+        let mut usage = Map::new();
+        usage.insert("prompt_tokens".into(), json!(self.prompt));
+        usage.insert("completion_tokens".into(), json!(self.completion));
+        let total = match (self.prompt, self.completion) {
+            (Some(p), Some(c)) => Some(p + c),
+            _ => None,
+        };
+        usage.insert("total_tokens".into(), json!(total));
+        if self.cached.is_some() || self.cache_creation.is_some() {
+            let mut details = Map::new();
+            details.insert("cached_tokens".into(), json!(self.cached));
+            if let Some(created) = self.cache_creation {
+                details.insert("cache_creation_tokens".into(), json!(created));
+            }
+            usage.insert("prompt_tokens_details".into(), Value::Object(details));
+        }
+        if let Some(reasoning) = self.reasoning {
+            usage.insert("completion_tokens_details".into(), json!({"reasoning_tokens": reasoning}));
+        }
+        Value::Object(usage)
+    }
+}
+
+/// A complete `chat.completion` response with one choice.
+pub fn response(
+    id: &str,
+    model: &str,
+    created: u64,
+    message: Value,
+    finish_reason: Option<&str>,
+    usage: Option<Usage>,
+) -> String {
+    let mut body = json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish_reason}],
+    });
+    if let Some(usage) = usage {
+        body["usage"] = usage.to_json();
+    }
+    body.to_string()
+}
+
+/// `data:image/png;base64,AAAA` → (`image/png`, `AAAA`).
+pub fn parse_data_url(url: &str) -> Option<(&str, &str)> {
+    let rest = url.strip_prefix("data:")?;
+    let (meta, data) = rest.split_once(',')?;
+    let media_type = meta.strip_suffix(";base64")?;
+    Some((media_type, data))
+}
+
+/// The text of a unified `content`: a string, or the `text` parts joined.
+pub fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => {
+            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("")
+        }
+        _ => String::new(),
+    }
+}
+
+/// `max_tokens`, or its newer name `max_completion_tokens`.
+pub fn max_tokens(request: &Map<String, Value>) -> Option<u64> {
+    request.get("max_tokens").or_else(|| request.get("max_completion_tokens")).and_then(Value::as_u64)
+}
+
+/// `stop` as a list.
+pub fn stop_sequences(request: &Map<String, Value>) -> Option<Vec<String>> {
+    match request.get("stop")? {
+        Value::String(s) => Some(vec![s.clone()]),
+        Value::Array(items) => Some(items.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()),
+        _ => None,
+    }
+}
+
+/// The thinking budget a request asks for: an explicit `thinking.budget_tokens` (Anthropic
+/// style) or `reasoning_effort` (low/medium/high); `disable_thinking: true` wins over both.
+pub fn thinking_budget(request: &Map<String, Value>) -> Option<u64> {
+    if request.get("disable_thinking").and_then(Value::as_bool) == Some(true) {
+        return None;
+    }
+    if let Some(budget) = request.get("thinking").and_then(|t| t.get("budget_tokens")).and_then(Value::as_u64) {
+        return Some(budget);
+    }
+    match request.get("reasoning_effort").and_then(Value::as_str)? {
+        "minimal" => Some(1024),
+        "low" => Some(2048),
+        "medium" => Some(8192),
+        "high" => Some(24576),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_keeps_not_reported_apart_from_zero() {
+        let u = Usage { prompt: Some(10), completion: None, ..Default::default() };
+        assert_eq!(u.to_json(), json!({"prompt_tokens": 10, "completion_tokens": null, "total_tokens": null}));
+        let u = Usage { prompt: Some(10), completion: Some(0), cached: Some(0), ..Default::default() };
+        assert_eq!(u.to_json()["total_tokens"], 10);
+        assert_eq!(u.to_json()["prompt_tokens_details"]["cached_tokens"], 0);
+    }
+
+    #[test]
+    fn data_urls_split_into_media_type_and_data() {
+        assert_eq!(parse_data_url("data:image/png;base64,AAAA"), Some(("image/png", "AAAA")));
+        assert_eq!(parse_data_url("https://x/y.png"), None);
+    }
+}

@@ -1,0 +1,82 @@
+//! The path every front door shares once it has a unified request: resolve the model, check
+//! the key's scope and the model's kind, and make the attempt through the source's adapter.
+
+use axum::http::StatusCode;
+
+use super::Gateway;
+use super::auth::KeyEntry;
+use super::error::ApiError;
+use crate::config::ModelKind;
+use crate::provider::{ChunkStream, Target};
+use crate::router;
+
+/// What the upstream gave back, still in the unified form.
+pub enum Answer {
+    Complete(String),
+    Stream(ChunkStream),
+}
+
+/// One unified chat request, ready to route.
+pub struct ChatCall<'a> {
+    pub model: &'a str,
+    /// Unified request JSON (OpenAI Chat Completions shape).
+    pub unified: &'a str,
+    pub stream: bool,
+}
+
+pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: ChatCall<'_>) -> Result<Answer, ApiError> {
+    let resolved = router::resolve(&gw.config, call.model);
+    let allowed = match &resolved {
+        Some(r) => key.scope.allows(&[call.model, &r.qualified(), &r.model.name]),
+        None => key.scope.allows(&[call.model]),
+    };
+    if !allowed {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "model_not_allowed",
+            format!("model \"{}\" is not allowed for this key", call.model),
+        ));
+    }
+    let resolved = resolved.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            format!("model \"{}\" does not exist; GET /v1/models lists the models this key may use", call.model),
+        )
+        .code("model_not_found")
+        .param("model")
+    })?;
+    if resolved.model.kind != ModelKind::Chat {
+        return Err(ApiError::invalid_request(format!("model \"{}\" is not a chat model", call.model))
+            .param("model")
+            .code("wrong_model_kind"));
+    }
+    let adapter = gw.plugins.adapter(&resolved.source.adapter).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "adapter_error",
+            format!("adapter `{}` is not loaded", resolved.source.adapter),
+        )
+    })?;
+    let target = Target { source: resolved.source, model: resolved.model, adapter };
+    let source = &resolved.source.name;
+    tracing::debug!(%source, upstream = resolved.model.upstream_name(), stream = call.stream, "dispatching");
+
+    let started = std::time::Instant::now();
+    if call.stream {
+        let chunks = gw.provider.stream(&target, call.unified).await.map_err(|e| ApiError::from(&e))?;
+        tracing::info!(%source, first_byte_ms = started.elapsed().as_millis() as u64, "stream started");
+        Ok(Answer::Stream(chunks))
+    } else {
+        let body = gw.provider.complete(&target, call.unified).await.map_err(|e| ApiError::from(&e))?;
+        tracing::info!(%source, ms = started.elapsed().as_millis() as u64, "completed");
+        Ok(Answer::Complete(body))
+    }
+}
+
+/// A fresh request id and the span its log lines carry.
+pub fn request_span(front_door: &'static str) -> (String, tracing::Span) {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let span = tracing::info_span!("request", door = front_door, id = %id, key = tracing::field::Empty, model = tracing::field::Empty);
+    (id, span)
+}

@@ -1,0 +1,118 @@
+//! `POST /v1/messages`: the Anthropic front door. Anthropic clients reach any source: the
+//! request is translated to the unified form, dispatched, and the answer (JSON or SSE) and
+//! every error translated back into Anthropic's format.
+
+mod encode;
+mod request;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::Gateway;
+use super::dispatch::{Answer, ChatCall, dispatch, request_span};
+use super::error::ApiError;
+use super::request::{parse_json, read_body};
+use crate::provider::ChunkStream;
+
+pub async fn messages(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Body) -> Response {
+    let (request_id, span) = request_span("anthropic");
+    let result = handle(gw, headers, body).instrument(span.clone()).await;
+    let mut response = match result {
+        Ok(response) => response,
+        Err(e) => {
+            span.in_scope(|| {
+                tracing::info!(status = e.status.as_u16(), kind = e.kind, "request refused: {}", e.message)
+            });
+            (e.status, axum::Json(encode::error_body(e.status.as_u16(), &e.message))).into_response()
+        }
+    };
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("request-id", value);
+    }
+    response
+}
+
+async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let key = gw.keys.authenticate(&headers)?;
+    tracing::Span::current().record("key", key.name.as_str());
+    let bytes = read_body(body, gw.config.body_limit_bytes).await?;
+    let checked: request::MessagesRequest = parse_json(&bytes)?;
+    tracing::Span::current().record("model", &*checked.model);
+    if checked.messages.is_empty() {
+        return Err(ApiError::invalid_request("messages: at least one message is required").param("messages"));
+    }
+    let Value::Object(raw) =
+        serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::invalid_request(e.to_string()))?
+    else {
+        return Err(ApiError::invalid_request("request body must be a JSON object"));
+    };
+    let unified = request::to_unified(&raw)?.to_string();
+    let call = ChatCall { model: &checked.model, unified: &unified, stream: checked.stream };
+    match dispatch(&gw, key, call).await? {
+        Answer::Complete(body) => {
+            let unified: Value = serde_json::from_str(&body).map_err(|e| {
+                ApiError::new(
+                    axum::http::StatusCode::BAD_GATEWAY,
+                    "api_error",
+                    format!("adapter returned invalid JSON: {e}"),
+                )
+            })?;
+            Ok(axum::Json(encode::message(&unified)).into_response())
+        }
+        Answer::Stream(chunks) => Ok(sse_response(chunks)),
+    }
+}
+
+/// Anthropic SSE: events as unified chunks arrive; `message_stop` only after a complete stream,
+/// an `error` event after a failed one.
+fn sse_response(chunks: ChunkStream) -> Response {
+    let span = tracing::Span::current();
+    let events = futures::stream::unfold(
+        (chunks, encode::StreamEncoder::default(), false),
+        move |(mut chunks, mut encoder, ended)| {
+            let span = span.clone();
+            async move {
+                if ended {
+                    return None;
+                }
+                let mut out = String::new();
+                let ended = match chunks.next().await {
+                    Some(Ok(chunk)) => {
+                        match serde_json::from_str::<Value>(&chunk) {
+                            Ok(chunk) => encoder.chunk(&chunk, &mut out),
+                            Err(e) => {
+                                span.in_scope(|| tracing::warn!("skipping a unified chunk that is not JSON: {e}"))
+                            }
+                        }
+                        false
+                    }
+                    Some(Err(e)) => {
+                        span.in_scope(|| tracing::warn!("stream failed: {e}"));
+                        let error = ApiError::from(&e);
+                        out.push_str(&encode::sse("error", &encode::error_body(error.status.as_u16(), &error.message)));
+                        true
+                    }
+                    None => {
+                        encoder.finish(&mut out);
+                        span.in_scope(|| tracing::info!("stream completed"));
+                        true
+                    }
+                };
+                Some((Ok::<_, Infallible>(Bytes::from(out)), (chunks, encoder, ended)))
+            }
+        },
+    );
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(events))
+        .expect("static headers are valid")
+}

@@ -1,0 +1,204 @@
+//! Anthropic Messages request → unified request: system prompt to a system message, content
+//! blocks to parts, tool_use to tool_calls, tool_result to tool messages, thinking kept.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::server::error::ApiError;
+
+/// The fields checked before translating; everything is read from the JSON value after.
+#[allow(dead_code)] // fields exist to be type-checked
+#[derive(Debug, Deserialize)]
+pub struct MessagesRequest<'a> {
+    #[serde(borrow)]
+    pub model: std::borrow::Cow<'a, str>,
+    pub max_tokens: Option<u64>,
+    pub messages: Vec<Message>,
+    pub system: Option<Value>,
+    #[serde(default)]
+    pub stream: bool,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<u64>,
+    pub stop_sequences: Option<Vec<String>>,
+    pub tools: Option<Vec<Tool>>,
+}
+
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Value,
+}
+
+#[derive(Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+pub struct Tool {
+    pub name: String,
+}
+
+/// Translates a validated Messages request (as JSON) into the unified form.
+pub fn to_unified(request: &Map<String, Value>) -> Result<Value, ApiError> {
+    let mut messages = Vec::new();
+    if let Some(system) = request.get("system") {
+        let text = blocks_text(system);
+        if !text.is_empty() {
+            messages.push(json!({"role": "system", "content": text}));
+        }
+    }
+    for (i, message) in request.get("messages").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let role = message["role"].as_str().unwrap_or("user");
+        match &message["content"] {
+            Value::String(text) => messages.push(json!({"role": role, "content": text})),
+            Value::Array(blocks) if role == "assistant" => messages.push(assistant(blocks)),
+            Value::Array(blocks) => {
+                user(blocks, &mut messages).map_err(|e| e.param(format!("messages[{i}].content")))?
+            }
+            _ => {
+                return Err(ApiError::invalid_request("content must be a string or an array of blocks")
+                    .param(format!("messages[{i}].content")));
+            }
+        }
+    }
+
+    let mut out = Map::new();
+    out.insert("model".into(), request["model"].clone());
+    out.insert("messages".into(), Value::Array(messages));
+    for (from, to) in [
+        ("max_tokens", "max_tokens"),
+        ("temperature", "temperature"),
+        ("top_p", "top_p"),
+        ("top_k", "top_k"),
+        ("stop_sequences", "stop"),
+    ] {
+        if let Some(v) = request.get(from) {
+            out.insert(to.into(), v.clone());
+        }
+    }
+    if request.get("stream").and_then(Value::as_bool) == Some(true) {
+        out.insert("stream".into(), json!(true));
+        // message_delta reports usage, so the unified stream must carry it.
+        out.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if let Some(thinking) = request.get("thinking") {
+        if thinking["type"] == "enabled" {
+            out.insert("thinking".into(), thinking.clone());
+        } else {
+            out.insert("disable_thinking".into(), json!(true));
+        }
+    }
+    if let Some(tools) = request.get("tools").and_then(Value::as_array) {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                let mut function = json!({"name": t["name"], "parameters": t.get("input_schema").cloned().unwrap_or_else(|| json!({"type": "object"}))});
+                if let Some(d) = t.get("description") {
+                    function["description"] = d.clone();
+                }
+                json!({"type": "function", "function": function})
+            })
+            .collect();
+        out.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(choice) = request.get("tool_choice") {
+        let unified = match choice["type"].as_str() {
+            Some("any") => json!("required"),
+            Some("none") => json!("none"),
+            Some("tool") => json!({"type": "function", "function": {"name": choice["name"]}}),
+            _ => json!("auto"),
+        };
+        out.insert("tool_choice".into(), unified);
+        if choice["disable_parallel_tool_use"] == true {
+            out.insert("parallel_tool_calls".into(), json!(false));
+        }
+    }
+    if let Some(user) = request.get("metadata").and_then(|m| m.get("user_id")) {
+        out.insert("user".into(), user.clone());
+    }
+    Ok(Value::Object(out))
+}
+
+/// A string, or the text of `text` blocks joined by blank lines.
+fn blocks_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n\n"),
+        _ => String::new(),
+    }
+}
+
+fn assistant(blocks: &[Value]) -> Value {
+    let mut text = String::new();
+    let mut reasoning = String::new();
+    let mut calls = Vec::new();
+    for block in blocks {
+        match block["type"].as_str() {
+            Some("text") => text.push_str(block["text"].as_str().unwrap_or_default()),
+            Some("thinking") => reasoning.push_str(block["thinking"].as_str().unwrap_or_default()),
+            Some("tool_use") => calls.push(json!({
+                "id": block["id"],
+                "type": "function",
+                "function": {"name": block["name"], "arguments": block.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into())},
+            })),
+            _ => {}
+        }
+    }
+    let mut message = json!({"role": "assistant", "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { json!(text) }});
+    if !reasoning.is_empty() {
+        message["reasoning_content"] = json!(reasoning);
+    }
+    if !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
+    message
+}
+
+/// User blocks: tool results become `tool` messages (before the rest of the turn, as the
+/// tool-call protocol requires); text and images become one user message of parts.
+fn user(blocks: &[Value], messages: &mut Vec<Value>) -> Result<(), ApiError> {
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block["type"].as_str() {
+            Some("tool_result") => {
+                let mut content = blocks_text(&block["content"]);
+                if block["is_error"] == true && !content.starts_with("Error") {
+                    content = format!("Error: {content}");
+                }
+                messages.push(json!({"role": "tool", "tool_call_id": block["tool_use_id"], "content": content}));
+            }
+            Some("text") => parts.push(json!({"type": "text", "text": block["text"]})),
+            Some("image") => {
+                let source = &block["source"];
+                let url = match source["type"].as_str() {
+                    Some("base64") => format!(
+                        "data:{};base64,{}",
+                        source["media_type"].as_str().unwrap_or("image/png"),
+                        source["data"].as_str().unwrap_or_default()
+                    ),
+                    Some("url") => source["url"].as_str().unwrap_or_default().to_string(),
+                    _ => {
+                        return Err(ApiError::invalid_request("image source must be base64 or url"));
+                    }
+                };
+                parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+            }
+            Some(other) => {
+                return Err(ApiError::invalid_request(format!("content block type `{other}` is not supported")));
+            }
+            None => {
+                return Err(ApiError::invalid_request("every content block needs a `type`"));
+            }
+        }
+    }
+    if !parts.is_empty() {
+        messages.push(json!({"role": "user", "content": parts}));
+    }
+    Ok(())
+}
