@@ -14,7 +14,7 @@ use super::locate::LineIndex;
 use super::{Config, KeyConfig, SandboxConfig, Secret, SourceConfig};
 
 const TOP_LEVEL: &[&str] =
-    &["listen", "admin_token", "data_dir", "adapter_dir", "body_limit_mb", "sandbox", "keys", "sources"];
+    &["listen", "admin_token", "data_dir", "adapter_dir", "cache_dir", "body_limit_mb", "sandbox", "keys", "sources"];
 
 /// Loads `file`, expanding `${VAR}` from the process environment. `adapters` are the
 /// adapter names that exist besides the `*.wasm` files in `adapter_dir`.
@@ -106,6 +106,7 @@ impl Collector<'_> {
         let admin_token: Option<Secret> = self.field::<Secret>(&top, "admin_token").filter(|t| !t.is_empty());
         let data_dir: PathBuf = self.field(&top, "data_dir").unwrap_or_else(|| PathBuf::from("./data"));
         let adapter_dir: PathBuf = self.field(&top, "adapter_dir").unwrap_or_else(|| data_dir.join("adapters"));
+        let cache_dir: Option<PathBuf> = self.field(&top, "cache_dir");
         let body_limit_mb: u64 = self.field(&top, "body_limit_mb").unwrap_or(32);
         if body_limit_mb == 0 {
             self.error("body_limit_mb", "must be at least 1", "write a size in MiB, e.g. 32");
@@ -125,6 +126,7 @@ impl Collector<'_> {
             admin_token,
             data_dir,
             adapter_dir,
+            cache_dir,
             body_limit_bytes: (body_limit_mb as usize) << 20,
             sandbox,
             keys,

@@ -26,6 +26,8 @@ pub struct Config {
     pub admin_token: Option<Secret>,
     pub data_dir: PathBuf,
     pub adapter_dir: PathBuf,
+    /// Compiled-component cache; `None` means `data_dir/cache`.
+    pub cache_dir: Option<PathBuf>,
     /// Largest client request body.
     pub body_limit_bytes: usize,
     pub sandbox: SandboxConfig,
@@ -39,7 +41,7 @@ impl Config {
     }
 
     pub fn component_cache_dir(&self) -> PathBuf {
-        self.data_dir.join("cache")
+        self.cache_dir.clone().unwrap_or_else(|| self.data_dir.join("cache"))
     }
 
     /// Sum of `max_concurrent` over the sources using `adapter`: its instance pool's bound.

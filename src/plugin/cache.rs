@@ -59,7 +59,8 @@ impl ComponentCache {
         let bytes = component.serialize().map_err(|e| anyhow::anyhow!("{e}"))?;
         std::fs::create_dir_all(path.parent().expect("cache files live in a directory"))?;
         // Write then rename, so a crash never leaves a half-written entry behind.
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        // Unique per writer: several threads (or processes) may compile the same component at once.
+        let tmp = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
         std::fs::write(&tmp, bytes)?;
         std::fs::rename(tmp, path)?;
         Ok(())

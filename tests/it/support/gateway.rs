@@ -23,11 +23,17 @@ pub fn guest_wasm(name: &str) -> PathBuf {
     Path::new(env!("SWITCHYARD_GUEST_DIR")).join(format!("{name}.wasm"))
 }
 
+/// One compiled-component cache for every test gateway: each compiles the built-ins once.
+pub fn shared_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
+}
+
 /// A config with one key (`KEY`, all models) and the given `sources:` YAML block.
 /// `{data}` in the YAML becomes the data_dir path.
 pub fn config_with(extra: &str) -> String {
     format!(
-        "listen: 127.0.0.1:0\ndata_dir: {{data}}\nkeys:\n  - name: tester\n    key: {KEY}\n    models: [\"*\"]\n{extra}"
+        "listen: 127.0.0.1:0\ndata_dir: {{data}}\ncache_dir: {cache}\nkeys:\n  - name: tester\n    key: {KEY}\n    models: [\"*\"]\n{extra}",
+        cache = shared_cache().display()
     )
 }
 
