@@ -58,10 +58,13 @@ impl KeyTable {
         let unauthorized = |message: &str| {
             ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", message).code("invalid_api_key")
         };
-        let value = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| unauthorized("missing gateway key: send it as `Authorization: Bearer <key>`"))?;
+        // Anthropic clients send their key as `x-api-key`.
+        if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+            return self.by_digest.get(&digest(key.trim())).ok_or_else(|| unauthorized("invalid gateway key"));
+        }
+        let value = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).ok_or_else(|| {
+            unauthorized("missing gateway key: send it as `Authorization: Bearer <key>` or `x-api-key: <key>`")
+        })?;
         let token = value
             .strip_prefix("Bearer ")
             .or_else(|| value.strip_prefix("bearer "))

@@ -3,8 +3,10 @@
 
 mod support;
 
+mod anthropic_upstream;
 mod chat;
 mod config_check;
+mod messages;
 mod openai_client;
 mod plugin_host;
 mod sandbox;

@@ -124,7 +124,10 @@ fn user_part(part: &Value) -> Result<Option<Value>, AdapterError> {
                 Some((media_type, data)) => json!({"type": "base64", "media_type": media_type, "data": data}),
                 None if url.starts_with("http://") || url.starts_with("https://") => json!({"type": "url", "url": url}),
                 None => {
-                    return Err(adapter_error(ErrorKind::BadRequest, "image_url must be a data: URL or an http(s) URL"));
+                    return Err(adapter_error(
+                        ErrorKind::BadRequest,
+                        "image_url must be a data: URL or an http(s) URL",
+                    ));
                 }
             };
             Ok(Some(json!({"type": "image", "source": source})))

@@ -19,6 +19,13 @@ pub const CHAT_JSON: &str = include_str!("../../fixtures/openai/chat.json");
 pub const CHAT_SSE: &str = include_str!("../../fixtures/openai/chat.sse");
 pub const ERROR_429: &str = include_str!("../../fixtures/openai/error_429.json");
 pub const ERROR_401: &str = include_str!("../../fixtures/openai/error_401.json");
+pub const TOOLS_SSE: &str = include_str!("../../fixtures/openai/tools.sse");
+pub const CLAUDE_MESSAGE: &str = include_str!("../../fixtures/anthropic/message.json");
+pub const CLAUDE_TEXT_SSE: &str = include_str!("../../fixtures/anthropic/text.sse");
+pub const CLAUDE_TOOLS_SSE: &str = include_str!("../../fixtures/anthropic/tools.sse");
+pub const CLAUDE_THINKING_SSE: &str = include_str!("../../fixtures/anthropic/thinking.sse");
+pub const CLAUDE_MIDSTREAM_ERROR_SSE: &str = include_str!("../../fixtures/anthropic/midstream_error.sse");
+pub const CLAUDE_ERROR_529: &str = include_str!("../../fixtures/anthropic/error_529.json");
 
 /// One request as the upstream saw it.
 #[derive(Debug, Clone)]
@@ -62,7 +69,10 @@ pub struct MockUpstream {
 impl MockUpstream {
     pub async fn start() -> MockUpstream {
         let state = Arc::new(MockState::default());
-        let app = Router::new().route("/v1/chat/completions", post(chat)).with_state(state.clone());
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .route("/v1/messages", post(messages))
+            .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -72,7 +82,38 @@ impl MockUpstream {
 
 /// The fixture stream split into its events, each with its trailing blank line.
 pub fn sse_events() -> Vec<String> {
-    CHAT_SSE.split_inclusive("\n\n").map(str::to_string).collect()
+    events_of(CHAT_SSE)
+}
+
+pub fn events_of(sse: &str) -> Vec<String> {
+    sse.split_inclusive("\n\n").map(str::to_string).collect()
+}
+
+fn replay(sse: &str) -> Response {
+    sse_body(futures::stream::iter(events_of(sse).into_iter().map(|e| Ok(Bytes::from(e))).collect::<Vec<_>>()))
+}
+
+/// Anthropic's Messages API: the upstream model name picks the fixture.
+async fn messages(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&body).expect("the gateway sends JSON upstream");
+    state.requests.lock().unwrap().push(Recorded { headers, body: body.clone() });
+    let model = body["model"].as_str().unwrap_or_default().to_string();
+    let streaming = body["stream"].as_bool().unwrap_or(false);
+    match model.as_str() {
+        "claude-overloaded" => {
+            (StatusCode::from_u16(529).unwrap(), [(header::CONTENT_TYPE, "application/json")], CLAUDE_ERROR_529)
+                .into_response()
+        }
+        _ if !streaming => {
+            (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], CLAUDE_MESSAGE).into_response()
+        }
+        "claude-tools" => replay(CLAUDE_TOOLS_SSE),
+        "claude-thinking" => replay(CLAUDE_THINKING_SSE),
+        "claude-midstream-error" => replay(CLAUDE_MIDSTREAM_ERROR_SSE),
+        // Everything up to (not including) message_delta: a stream cut before it finished.
+        "claude-cut" => replay(&CLAUDE_TEXT_SSE[..CLAUDE_TEXT_SSE.find("event: message_delta").unwrap()]),
+        _ => replay(CLAUDE_TEXT_SSE),
+    }
 }
 
 async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -95,20 +136,21 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
             (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], "<html>oops</html>").into_response()
         }
         _ if !streaming => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], CHAT_JSON).into_response(),
-        "gated" => sse(gated(state, sse_events())),
-        "silent" => {
-            sse(futures::stream::iter(vec![Ok(Bytes::from(sse_events()[0].clone()))]).chain(futures::stream::pending()))
-        }
-        "cut" => {
-            sse(futures::stream::iter(sse_events()[..3].iter().map(|e| Ok(Bytes::from(e.clone()))).collect::<Vec<_>>()))
-        }
-        _ => sse(futures::stream::iter(sse_events().into_iter().map(|e| Ok(Bytes::from(e))).collect::<Vec<_>>())),
+        "gated" => sse_body(gated(state, sse_events())),
+        "tools" => replay(TOOLS_SSE),
+        "silent" => sse_body(
+            futures::stream::iter(vec![Ok(Bytes::from(sse_events()[0].clone()))]).chain(futures::stream::pending()),
+        ),
+        "cut" => sse_body(futures::stream::iter(
+            sse_events()[..3].iter().map(|e| Ok(Bytes::from(e.clone()))).collect::<Vec<_>>(),
+        )),
+        _ => sse_body(futures::stream::iter(sse_events().into_iter().map(|e| Ok(Bytes::from(e))).collect::<Vec<_>>())),
     }
 }
 
 use futures::StreamExt;
 
-fn sse(events: impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static) -> Response {
+fn sse_body(events: impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static) -> Response {
     Response::builder().header(header::CONTENT_TYPE, "text/event-stream").body(Body::from_stream(events)).unwrap()
 }
 
