@@ -73,12 +73,46 @@ pub fn classify(status: u16, code: Option<&str>, message: &str) -> ErrorKind {
 /// `Retry-After` as seconds (fractions allowed); HTTP dates are rare from LLM APIs and ignored.
 pub fn parse_retry_after_ms(value: &str) -> Option<u64> {
     let secs: f64 = value.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| (secs * 1000.0) as u64)
+    (secs.is_finite() && secs >= 0.0).then_some((secs * 1000.0) as u64)
 }
 
 fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(status: u16, body: &str) -> HttpResponse {
+        HttpResponse { status, headers: vec![("Retry-After".into(), "20".into())], body: body.as_bytes().to_vec() }
+    }
+
+    #[test]
+    fn classifies_by_status_and_code() {
+        assert_eq!(classify(429, Some("rate_limit_exceeded"), "slow down"), ErrorKind::RateLimit);
+        assert_eq!(classify(429, Some("insufficient_quota"), "x"), ErrorKind::Quota);
+        assert_eq!(classify(429, None, "You exceeded your current quota"), ErrorKind::Quota);
+        assert_eq!(classify(401, None, ""), ErrorKind::Auth);
+        assert_eq!(classify(402, None, ""), ErrorKind::Quota);
+        assert_eq!(classify(529, Some("overloaded_error"), ""), ErrorKind::Overloaded);
+        assert_eq!(classify(500, None, ""), ErrorKind::Server);
+        assert_eq!(classify(400, Some("content_filter"), ""), ErrorKind::ContentPolicy);
+        assert_eq!(classify(422, None, ""), ErrorKind::BadRequest);
+    }
+
+    #[test]
+    fn reads_the_error_bodies_upstreams_send() {
+        let e = upstream_error(&response(429, r#"{"error":{"message":"slow","type":"requests","code":"rate_limit_exceeded"}}"#));
+        assert_eq!((e.kind, e.message.as_str(), e.status, e.retry_after_ms), (ErrorKind::RateLimit, "slow", Some(429), Some(20_000)));
+        let e = upstream_error(&response(529, r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#));
+        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::Overloaded, "Overloaded"));
+        assert_eq!(upstream_error(&response(500, "")).message, "upstream returned HTTP 500");
+        assert_eq!(upstream_error(&response(404, r#"{"error":"model not found"}"#)).message, "model not found");
+        assert_eq!(parse_retry_after_ms("1.5"), Some(1500));
+        assert_eq!(parse_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT"), None);
     }
 }
