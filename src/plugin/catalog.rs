@@ -9,6 +9,7 @@ use super::LoadWarning;
 pub const BUILTIN_ADAPTERS: &[(&str, &[u8])] = &[
     ("openai", include_bytes!(concat!(env!("OUT_DIR"), "/guests/openai.wasm"))),
     ("anthropic", include_bytes!(concat!(env!("OUT_DIR"), "/guests/anthropic.wasm"))),
+    ("ollama", include_bytes!(concat!(env!("OUT_DIR"), "/guests/ollama.wasm"))),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -106,9 +106,18 @@ mod tests {
 
     #[test]
     fn reads_the_error_bodies_upstreams_send() {
-        let e = upstream_error(&response(429, r#"{"error":{"message":"slow","type":"requests","code":"rate_limit_exceeded"}}"#));
-        assert_eq!((e.kind, e.message.as_str(), e.status, e.retry_after_ms), (ErrorKind::RateLimit, "slow", Some(429), Some(20_000)));
-        let e = upstream_error(&response(529, r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#));
+        let e = upstream_error(&response(
+            429,
+            r#"{"error":{"message":"slow","type":"requests","code":"rate_limit_exceeded"}}"#,
+        ));
+        assert_eq!(
+            (e.kind, e.message.as_str(), e.status, e.retry_after_ms),
+            (ErrorKind::RateLimit, "slow", Some(429), Some(20_000))
+        );
+        let e = upstream_error(&response(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ));
         assert_eq!((e.kind, e.message.as_str()), (ErrorKind::Overloaded, "Overloaded"));
         assert_eq!(upstream_error(&response(500, "")).message, "upstream returned HTTP 500");
         assert_eq!(upstream_error(&response(404, r#"{"error":"model not found"}"#)).message, "model not found");

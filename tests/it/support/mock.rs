@@ -20,6 +20,9 @@ pub const CHAT_SSE: &str = include_str!("../../fixtures/openai/chat.sse");
 pub const ERROR_429: &str = include_str!("../../fixtures/openai/error_429.json");
 pub const ERROR_401: &str = include_str!("../../fixtures/openai/error_401.json");
 pub const TOOLS_SSE: &str = include_str!("../../fixtures/openai/tools.sse");
+pub const OLLAMA_CHAT: &str = include_str!("../../fixtures/ollama/chat.json");
+pub const OLLAMA_NDJSON: &str = include_str!("../../fixtures/ollama/chat.ndjson");
+pub const OLLAMA_TOOLS_NDJSON: &str = include_str!("../../fixtures/ollama/tools.ndjson");
 pub const CLAUDE_MESSAGE: &str = include_str!("../../fixtures/anthropic/message.json");
 pub const CLAUDE_TEXT_SSE: &str = include_str!("../../fixtures/anthropic/text.sse");
 pub const CLAUDE_TOOLS_SSE: &str = include_str!("../../fixtures/anthropic/tools.sse");
@@ -72,6 +75,7 @@ impl MockUpstream {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/messages", post(messages))
+            .route("/api/chat", post(ollama))
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -91,6 +95,30 @@ pub fn events_of(sse: &str) -> Vec<String> {
 
 fn replay(sse: &str) -> Response {
     sse_body(futures::stream::iter(events_of(sse).into_iter().map(|e| Ok(Bytes::from(e))).collect::<Vec<_>>()))
+}
+
+/// Ollama's native chat API: NDJSON, one line per body chunk.
+async fn ollama(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&body).expect("the gateway sends JSON upstream");
+    state.requests.lock().unwrap().push(Recorded { headers, body: body.clone() });
+    let lines = |text: &str| -> Vec<Result<Bytes, Infallible>> {
+        text.split_inclusive('\n').map(|l| Ok(Bytes::from(l.to_string()))).collect()
+    };
+    let ndjson = |chunks: Vec<Result<Bytes, Infallible>>| {
+        Response::builder()
+            .header(header::CONTENT_TYPE, "application/x-ndjson")
+            .body(Body::from_stream(futures::stream::iter(chunks)))
+            .unwrap()
+    };
+    match (body["model"].as_str().unwrap_or_default(), body["stream"].as_bool().unwrap_or(true)) {
+        ("llama-missing", _) => {
+            (StatusCode::NOT_FOUND, r#"{"error":"model 'llama-missing' not found"}"#).into_response()
+        }
+        (_, false) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], OLLAMA_CHAT).into_response(),
+        ("llama-tools", true) => ndjson(lines(OLLAMA_TOOLS_NDJSON)),
+        ("llama-cut", true) => ndjson(lines(OLLAMA_NDJSON).into_iter().take(2).collect()),
+        _ => ndjson(lines(OLLAMA_NDJSON)),
+    }
 }
 
 /// Anthropic's Messages API: the upstream model name picks the fixture.

@@ -1,0 +1,258 @@
+//! Built-in `ollama` adapter: Ollama's native `/api/chat` (NDJSON streams, whole tool calls,
+//! `thinking`, `think`), for local models. base_url is the server root, e.g.
+//! `http://127.0.0.1:11434`.
+
+use std::cell::RefCell;
+
+use adapter_kit::errors::{adapter_error, upstream_error};
+use adapter_kit::http::{join_url, setting_headers};
+use adapter_kit::unified::{self, ChunkBuilder, Usage, content_text, max_tokens, parse_data_url, stop_sequences};
+use adapter_kit::{
+    AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
+    StreamFraming, StreamOutput, host, parse_request, setting,
+};
+use serde_json::{Map, Value, json};
+
+struct Ollama;
+
+impl Guest for Ollama {
+    type Session = Session;
+
+    fn describe() -> Metadata {
+        Metadata {
+            name: "ollama".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            protocol: "ollama-chat".into(),
+            stream_framing: StreamFraming::Ndjson,
+        }
+    }
+}
+
+#[derive(Default)]
+struct StreamState {
+    include_usage: bool,
+    started: bool,
+    done: bool,
+    tool_calls: usize,
+    chunks: ChunkBuilder,
+}
+
+struct Session {
+    ctx: SourceContext,
+    stream: RefCell<StreamState>,
+}
+
+impl GuestSession for Session {
+    fn new(ctx: SourceContext) -> Self {
+        Session { ctx, stream: RefCell::new(StreamState::default()) }
+    }
+
+    fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
+        let unified = parse_request(&request)?;
+        let mut state = self.stream.borrow_mut();
+        state.include_usage =
+            unified.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true);
+        let body = to_chat(&unified, &self.ctx.upstream_model)?;
+        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+        if !self.ctx.api_key.is_empty() {
+            headers.push(("authorization".into(), format!("Bearer {}", self.ctx.api_key)));
+        }
+        headers.extend(setting_headers(&self.ctx.settings));
+        Ok(HttpRequest {
+            method: "POST".into(),
+            url: join_url(&self.ctx.base_url, setting(&self.ctx, "path").unwrap_or("/api/chat")),
+            headers,
+            body: serde_json::to_vec(&body).expect("JSON serialises"),
+        })
+    }
+
+    fn transform_response(&self, response: HttpResponse) -> Result<String, AdapterError> {
+        if !(200..300).contains(&response.status) {
+            return Err(upstream_error(&response));
+        }
+        let value: Value = serde_json::from_slice(&response.body)
+            .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))?;
+        let message = &value["message"];
+        let mut out = json!({"role": "assistant", "content": message["content"].as_str().unwrap_or_default()});
+        if let Some(thinking) = message["thinking"].as_str().filter(|t| !t.is_empty()) {
+            out["reasoning_content"] = json!(thinking);
+        }
+        let calls = tool_calls(message, 0);
+        let finish = if calls.is_empty() { finish_reason(&value) } else { "tool_calls" };
+        if !calls.is_empty() {
+            out["tool_calls"] = Value::Array(calls.into_iter().map(|(_, c)| c).collect());
+        }
+        Ok(unified::response(
+            &format!("chatcmpl-ollama-{}", host::now_unix_ms()),
+            value["model"].as_str().unwrap_or(&self.ctx.upstream_model),
+            host::now_unix_ms() / 1000,
+            out,
+            Some(finish),
+            Some(usage(&value)),
+        ))
+    }
+
+    fn transform_stream_chunk(&self, event: StreamEvent) -> Result<StreamOutput, AdapterError> {
+        let value: Value = serde_json::from_str(&event.data)
+            .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("stream line is not JSON: {e}")))?;
+        if let Some(error) = value["error"].as_str() {
+            return Err(adapter_error(ErrorKind::Server, error));
+        }
+        let mut st = self.stream.borrow_mut();
+        let mut chunks = Vec::new();
+        if !st.started {
+            st.started = true;
+            st.chunks = ChunkBuilder {
+                id: format!("chatcmpl-ollama-{}", host::now_unix_ms()),
+                model: value["model"].as_str().unwrap_or(&self.ctx.upstream_model).to_string(),
+                created: host::now_unix_ms() / 1000,
+            };
+            chunks.push(st.chunks.chunk(json!({"role": "assistant", "content": ""}), None));
+        }
+        let message = &value["message"];
+        if let Some(thinking) = message["thinking"].as_str().filter(|t| !t.is_empty()) {
+            chunks.push(st.chunks.chunk(json!({"reasoning_content": thinking}), None));
+        }
+        if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
+            chunks.push(st.chunks.chunk(json!({"content": text}), None));
+        }
+        // Ollama sends each tool call whole; give it the next OpenAI index.
+        for (index, mut call) in tool_calls(message, st.tool_calls) {
+            call["index"] = json!(index);
+            chunks.push(st.chunks.chunk(json!({"tool_calls": [call]}), None));
+            st.tool_calls = index + 1;
+        }
+        if value["done"] == true {
+            st.done = true;
+            let finish = if st.tool_calls > 0 { "tool_calls" } else { finish_reason(&value) };
+            chunks.push(st.chunks.chunk(json!({}), Some(finish)));
+            if st.include_usage {
+                chunks.push(st.chunks.usage_chunk(usage(&value).to_json()));
+            }
+        }
+        Ok(StreamOutput { chunks, done: st.done })
+    }
+
+    fn finish_stream(&self) -> Result<StreamOutput, AdapterError> {
+        if self.stream.borrow().done {
+            Ok(StreamOutput { chunks: vec![], done: true })
+        } else {
+            Err(adapter_error(ErrorKind::Truncated, "upstream stream ended before a line with \"done\": true"))
+        }
+    }
+}
+
+fn finish_reason(value: &Value) -> &'static str {
+    match value["done_reason"].as_str() {
+        Some("length") => "length",
+        _ => "stop",
+    }
+}
+
+fn usage(value: &Value) -> Usage {
+    Usage {
+        prompt: value["prompt_eval_count"].as_u64(),
+        completion: value["eval_count"].as_u64(),
+        ..Default::default()
+    }
+}
+
+/// Ollama tool calls (arguments as an object) → unified ones (arguments as a JSON string).
+fn tool_calls(message: &Value, first_index: usize) -> Vec<(usize, Value)> {
+    message["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, call)| {
+            let index = first_index + i;
+            let function = &call["function"];
+            let arguments = match &function["arguments"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let id = call["id"].as_str().map(str::to_string).unwrap_or_else(|| format!("call_{index}"));
+            (
+                index,
+                json!({"id": id, "type": "function", "function": {"name": function["name"], "arguments": arguments}}),
+            )
+        })
+        .collect()
+}
+
+fn to_chat(unified: &Map<String, Value>, model: &str) -> Result<Value, AdapterError> {
+    let mut messages = Vec::new();
+    for message in unified.get("messages").and_then(Value::as_array).into_iter().flatten() {
+        let role = match message["role"].as_str().unwrap_or("user") {
+            "developer" => "system",
+            "function" => "tool",
+            other => other,
+        };
+        let mut out = json!({"role": role, "content": content_text(&message["content"])});
+        let images: Vec<&str> = message["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["type"] == "image_url")
+            .filter_map(|p| p["image_url"]["url"].as_str())
+            .map(|url| parse_data_url(url).map(|(_, data)| data).ok_or(url))
+            .collect::<Result<_, _>>()
+            .map_err(|url| {
+                adapter_error(ErrorKind::Unsupported, &format!("Ollama takes images as data: URLs only, not {url}"))
+            })?;
+        if !images.is_empty() {
+            out["images"] = json!(images);
+        }
+        if let Some(calls) = message["tool_calls"].as_array() {
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|c| {
+                    let args = c["function"]["arguments"].as_str().unwrap_or("{}");
+                    json!({"function": {"name": c["function"]["name"], "arguments": serde_json::from_str::<Value>(args).unwrap_or(json!({}))}})
+                })
+                .collect();
+            out["tool_calls"] = Value::Array(calls);
+        }
+        if role == "tool"
+            && let Some(id) = message["tool_call_id"].as_str()
+        {
+            out["tool_call_id"] = json!(id);
+        }
+        messages.push(out);
+    }
+    let mut options = Map::new();
+    for (from, to) in [("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k"), ("seed", "seed")] {
+        if let Some(v) = unified.get(from) {
+            options.insert(to.into(), v.clone());
+        }
+    }
+    if let Some(n) = max_tokens(unified) {
+        options.insert("num_predict".into(), json!(n));
+    }
+    if let Some(stop) = stop_sequences(unified) {
+        options.insert("stop".into(), json!(stop));
+    }
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        // Ollama streams unless told otherwise.
+        "stream": unified.get("stream").and_then(Value::as_bool).unwrap_or(false),
+    });
+    if !options.is_empty() {
+        body["options"] = Value::Object(options);
+    }
+    if let Some(tools) = unified.get("tools") {
+        body["tools"] = tools.clone();
+    }
+    if unified.get("disable_thinking").and_then(Value::as_bool) == Some(true) {
+        body["think"] = json!(false);
+    } else if unified::thinking_budget(unified).is_some() {
+        body["think"] = json!(true);
+    }
+    if unified.get("response_format").is_some_and(|f| f["type"] == "json_object") {
+        body["format"] = json!("json");
+    }
+    Ok(body)
+}
+
+adapter_kit::export!(Ollama);
