@@ -10,6 +10,7 @@ pub const BUILTIN_ADAPTERS: &[(&str, &[u8])] = &[
     ("openai", include_bytes!(concat!(env!("OUT_DIR"), "/guests/openai.wasm"))),
     ("anthropic", include_bytes!(concat!(env!("OUT_DIR"), "/guests/anthropic.wasm"))),
     ("ollama", include_bytes!(concat!(env!("OUT_DIR"), "/guests/ollama.wasm"))),
+    ("deepseek", include_bytes!(concat!(env!("OUT_DIR"), "/guests/deepseek.wasm"))),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]

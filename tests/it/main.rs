@@ -6,6 +6,7 @@ mod support;
 mod anthropic_upstream;
 mod chat;
 mod config_check;
+mod deepseek_upstream;
 mod messages;
 mod ollama_upstream;
 mod openai_client;

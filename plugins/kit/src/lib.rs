@@ -15,6 +15,7 @@ pub use bindings::export;
 
 pub mod errors;
 pub mod http;
+pub mod openai_compat;
 pub mod unified;
 
 pub use bindings::exports::switchyard::adapter::adapter::{Guest, GuestSession, SessionBorrow};

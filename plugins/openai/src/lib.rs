@@ -1,129 +1,20 @@
 //! Built-in `openai` adapter: any OpenAI-compatible Chat Completions upstream (OpenAI, groq,
 //! mistral, vLLM, ...). The unified form is OpenAI's own, so this is a checked pass-through.
 
-use std::cell::Cell;
-
-use adapter_kit::errors::{adapter_error, error_fields, upstream_error};
-use adapter_kit::http::{join_url, setting_headers};
-use adapter_kit::{
-    AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
-    StreamFraming, StreamOutput, parse_request, setting,
-};
-use serde_json::{Value, json};
+use adapter_kit::openai_compat::{self, Dialect, Session};
+use adapter_kit::{Guest, Metadata};
 
 struct OpenAi;
 
+impl Dialect for OpenAi {
+    const NAME: &'static str = "openai";
+}
+
 impl Guest for OpenAi {
-    type Session = Session;
+    type Session = Session<OpenAi>;
 
     fn describe() -> Metadata {
-        Metadata {
-            name: "openai".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            protocol: "openai-chat".into(),
-            stream_framing: StreamFraming::Sse,
-        }
-    }
-}
-
-/// Gateway-only request fields an OpenAI upstream would reject.
-/// (`thinking` and `top_k` arrive from Anthropic clients through the /v1/messages front door.)
-const GATEWAY_FIELDS: &[&str] = &["disable_thinking", "thinking", "top_k"];
-
-struct Session {
-    ctx: SourceContext,
-    /// A choice has reported its finish_reason.
-    finished: Cell<bool>,
-    /// `data: [DONE]` arrived.
-    done: Cell<bool>,
-}
-
-impl GuestSession for Session {
-    fn new(ctx: SourceContext) -> Self {
-        Session { ctx, finished: Cell::new(false), done: Cell::new(false) }
-    }
-
-    fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
-        let mut body = parse_request(&request)?;
-        body.insert("model".into(), Value::String(self.ctx.upstream_model.clone()));
-        for field in GATEWAY_FIELDS {
-            body.remove(*field);
-        }
-        let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-        // Usage arrives on streams only when asked for; sites that reject the field opt out.
-        if streaming && setting(&self.ctx, "stream_usage") != Some("false") && !body.contains_key("stream_options") {
-            body.insert("stream_options".into(), json!({"include_usage": true}));
-        }
-        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
-        if !self.ctx.api_key.is_empty() {
-            let name = setting(&self.ctx, "auth_header").unwrap_or("authorization");
-            let value = if name.eq_ignore_ascii_case("authorization") {
-                format!("Bearer {}", self.ctx.api_key)
-            } else {
-                self.ctx.api_key.clone()
-            };
-            headers.push((name.to_string(), value));
-        }
-        if streaming {
-            headers.push(("accept".into(), "text/event-stream".into()));
-        }
-        headers.extend(setting_headers(&self.ctx.settings));
-        let path = setting(&self.ctx, "path").unwrap_or("/chat/completions");
-        Ok(HttpRequest {
-            method: "POST".into(),
-            url: join_url(&self.ctx.base_url, path),
-            headers,
-            body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map serialises"),
-        })
-    }
-
-    fn transform_response(&self, response: HttpResponse) -> Result<String, AdapterError> {
-        if !(200..300).contains(&response.status) {
-            return Err(upstream_error(&response));
-        }
-        let value: Value = serde_json::from_slice(&response.body)
-            .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))?;
-        if value.get("choices").and_then(Value::as_array).is_none() {
-            return Err(adapter_error(ErrorKind::InvalidResponse, "upstream response has no `choices` array"));
-        }
-        Ok(String::from_utf8(response.body).expect("serde_json accepted it, so it is UTF-8"))
-    }
-
-    fn transform_stream_chunk(&self, event: StreamEvent) -> Result<StreamOutput, AdapterError> {
-        let data = event.data.trim();
-        if data == "[DONE]" {
-            self.done.set(true);
-            return Ok(StreamOutput { chunks: vec![], done: true });
-        }
-        if data.is_empty() {
-            return Ok(StreamOutput { chunks: vec![], done: false });
-        }
-        let value: Value = serde_json::from_str(data)
-            .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("stream event is not JSON: {e}")))?;
-        if value.get("error").is_some() {
-            let (message, _) = error_fields(&value);
-            return Err(adapter_error(
-                ErrorKind::Server,
-                &message.unwrap_or_else(|| "upstream sent an error event".into()),
-            ));
-        }
-        let finished = value
-            .get("choices")
-            .and_then(Value::as_array)
-            .is_some_and(|choices| choices.iter().any(|c| c.get("finish_reason").is_some_and(|f| !f.is_null())));
-        if finished {
-            self.finished.set(true);
-        }
-        Ok(StreamOutput { chunks: vec![data.to_string()], done: false })
-    }
-
-    fn finish_stream(&self) -> Result<StreamOutput, AdapterError> {
-        // Some compatible servers close after the finish_reason without `[DONE]`: still complete.
-        if self.done.get() || self.finished.get() {
-            Ok(StreamOutput { chunks: vec![], done: true })
-        } else {
-            Err(adapter_error(ErrorKind::Truncated, "upstream stream ended before it signalled completion"))
-        }
+        openai_compat::metadata::<OpenAi>()
     }
 }
 

@@ -23,6 +23,8 @@ pub const TOOLS_SSE: &str = include_str!("../../fixtures/openai/tools.sse");
 pub const OLLAMA_CHAT: &str = include_str!("../../fixtures/ollama/chat.json");
 pub const OLLAMA_NDJSON: &str = include_str!("../../fixtures/ollama/chat.ndjson");
 pub const OLLAMA_TOOLS_NDJSON: &str = include_str!("../../fixtures/ollama/tools.ndjson");
+pub const DEEPSEEK_JSON: &str = include_str!("../../fixtures/deepseek/chat.json");
+pub const DEEPSEEK_SSE: &str = include_str!("../../fixtures/deepseek/chat.sse");
 pub const CLAUDE_MESSAGE: &str = include_str!("../../fixtures/anthropic/message.json");
 pub const CLAUDE_TEXT_SSE: &str = include_str!("../../fixtures/anthropic/text.sse");
 pub const CLAUDE_TOOLS_SSE: &str = include_str!("../../fixtures/anthropic/tools.sse");
@@ -163,6 +165,10 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
         "not-json" => {
             (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], "<html>oops</html>").into_response()
         }
+        "deepseek-fixture" if !streaming => {
+            (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], DEEPSEEK_JSON).into_response()
+        }
+        "deepseek-fixture" => replay(DEEPSEEK_SSE),
         _ if !streaming => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], CHAT_JSON).into_response(),
         "gated" => sse_body(gated(state, sse_events())),
         "tools" => replay(TOOLS_SSE),

@@ -1,0 +1,143 @@
+//! The OpenAI Chat Completions dialect, shared by every adapter for an OpenAI-compatible
+//! upstream (`openai`, `deepseek`): a checked pass-through, with a per-dialect hook for the
+//! fields a provider names its own way.
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+use serde_json::{Value, json};
+
+use crate::errors::{adapter_error, error_fields, upstream_error};
+use crate::http::{join_url, setting_headers};
+use crate::{
+    AdapterError, ErrorKind, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
+    StreamFraming, StreamOutput, parse_request, setting,
+};
+
+/// What sets one OpenAI-compatible provider apart.
+pub trait Dialect: 'static {
+    const NAME: &'static str;
+
+    /// Rewrites a response or chunk into the unified form; returns whether it changed anything
+    /// (unchanged bodies are passed on byte for byte).
+    fn normalize(_value: &mut Value) -> bool {
+        false
+    }
+}
+
+pub fn metadata<D: Dialect>() -> Metadata {
+    Metadata {
+        name: D::NAME.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        protocol: "openai-chat".into(),
+        stream_framing: StreamFraming::Sse,
+    }
+}
+
+/// Gateway-only request fields an OpenAI upstream would reject.
+/// (`thinking` and `top_k` arrive from Anthropic clients through the /v1/messages front door.)
+const GATEWAY_FIELDS: &[&str] = &["disable_thinking", "thinking", "top_k"];
+
+pub struct Session<D: Dialect> {
+    ctx: SourceContext,
+    /// A choice has reported its finish_reason.
+    finished: Cell<bool>,
+    /// `data: [DONE]` arrived.
+    done: Cell<bool>,
+    dialect: PhantomData<D>,
+}
+
+impl<D: Dialect> GuestSession for Session<D> {
+    fn new(ctx: SourceContext) -> Self {
+        Session { ctx, finished: Cell::new(false), done: Cell::new(false), dialect: PhantomData }
+    }
+
+    fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
+        let mut body = parse_request(&request)?;
+        body.insert("model".into(), Value::String(self.ctx.upstream_model.clone()));
+        for field in GATEWAY_FIELDS {
+            body.remove(*field);
+        }
+        let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+        // Usage arrives on streams only when asked for; sites that reject the field opt out.
+        if streaming && setting(&self.ctx, "stream_usage") != Some("false") && !body.contains_key("stream_options") {
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+        if !self.ctx.api_key.is_empty() {
+            let name = setting(&self.ctx, "auth_header").unwrap_or("authorization");
+            let value = if name.eq_ignore_ascii_case("authorization") {
+                format!("Bearer {}", self.ctx.api_key)
+            } else {
+                self.ctx.api_key.clone()
+            };
+            headers.push((name.to_string(), value));
+        }
+        if streaming {
+            headers.push(("accept".into(), "text/event-stream".into()));
+        }
+        headers.extend(setting_headers(&self.ctx.settings));
+        let path = setting(&self.ctx, "path").unwrap_or("/chat/completions");
+        Ok(HttpRequest {
+            method: "POST".into(),
+            url: join_url(&self.ctx.base_url, path),
+            headers,
+            body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map serialises"),
+        })
+    }
+
+    fn transform_response(&self, response: HttpResponse) -> Result<String, AdapterError> {
+        if !(200..300).contains(&response.status) {
+            return Err(upstream_error(&response));
+        }
+        let value: Value = serde_json::from_slice(&response.body)
+            .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))?;
+        let mut value = value;
+        if value.get("choices").and_then(Value::as_array).is_none() {
+            return Err(adapter_error(ErrorKind::InvalidResponse, "upstream response has no `choices` array"));
+        }
+        if D::normalize(&mut value) {
+            return Ok(value.to_string());
+        }
+        Ok(String::from_utf8(response.body).expect("serde_json accepted it, so it is UTF-8"))
+    }
+
+    fn transform_stream_chunk(&self, event: StreamEvent) -> Result<StreamOutput, AdapterError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done.set(true);
+            return Ok(StreamOutput { chunks: vec![], done: true });
+        }
+        if data.is_empty() {
+            return Ok(StreamOutput { chunks: vec![], done: false });
+        }
+        let value: Value = serde_json::from_str(data)
+            .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("stream event is not JSON: {e}")))?;
+        if value.get("error").is_some() {
+            let (message, _) = error_fields(&value);
+            return Err(adapter_error(
+                ErrorKind::Server,
+                &message.unwrap_or_else(|| "upstream sent an error event".into()),
+            ));
+        }
+        let finished = value
+            .get("choices")
+            .and_then(Value::as_array)
+            .is_some_and(|choices| choices.iter().any(|c| c.get("finish_reason").is_some_and(|f| !f.is_null())));
+        if finished {
+            self.finished.set(true);
+        }
+        let mut value = value;
+        let chunk = if D::normalize(&mut value) { value.to_string() } else { data.to_string() };
+        Ok(StreamOutput { chunks: vec![chunk], done: false })
+    }
+
+    fn finish_stream(&self) -> Result<StreamOutput, AdapterError> {
+        // Some compatible servers close after the finish_reason without `[DONE]`: still complete.
+        if self.done.get() || self.finished.get() {
+            Ok(StreamOutput { chunks: vec![], done: true })
+        } else {
+            Err(adapter_error(ErrorKind::Truncated, "upstream stream ended before it signalled completion"))
+        }
+    }
+}
