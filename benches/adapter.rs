@@ -139,12 +139,12 @@ async fn run() {
         let t0 = Instant::now();
         let (_h, report) = PluginHost::load(SandboxLimits::default(), Some(cache.clone()), None).await.unwrap();
         uncached.samples.push(t0.elapsed());
-        assert_eq!(report.compiled, 4);
+        assert_eq!(report.compiled, 5);
         drop(_h);
         let t0 = Instant::now();
         let (_h, report) = PluginHost::load(SandboxLimits::default(), Some(cache), None).await.unwrap();
         cached.samples.push(t0.elapsed());
-        assert_eq!(report.cache_hits, 4);
+        assert_eq!(report.cache_hits, 5);
     }
     uncached.line("engine start, compiling (no cache)");
     cached.line("engine start, compiled-component cache hit");

@@ -11,6 +11,7 @@ pub const BUILTIN_ADAPTERS: &[(&str, &[u8])] = &[
     ("anthropic", include_bytes!(concat!(env!("OUT_DIR"), "/guests/anthropic.wasm"))),
     ("ollama", include_bytes!(concat!(env!("OUT_DIR"), "/guests/ollama.wasm"))),
     ("deepseek", include_bytes!(concat!(env!("OUT_DIR"), "/guests/deepseek.wasm"))),
+    ("gemini", include_bytes!(concat!(env!("OUT_DIR"), "/guests/gemini.wasm"))),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]

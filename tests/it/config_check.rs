@@ -74,7 +74,10 @@ fn check_accepts_the_shipped_example_and_serve_refuses_bad_config() {
     std::fs::write(&file, text).unwrap();
     let (code, out, err) = switchyard(&["check", "--config", &file.display().to_string()]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.starts_with("config OK: 2 sources, 1 keys, adapters: anthropic, deepseek, ollama, openai"), "{out}");
+    assert!(
+        out.starts_with("config OK: 2 sources, 1 keys, adapters: anthropic, deepseek, gemini, ollama, openai"),
+        "{out}"
+    );
 
     let (code, _, err) = switchyard(&["--config", &dir.path().join("missing.yaml").display().to_string()]);
     assert_eq!(code, 2);

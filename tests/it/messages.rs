@@ -8,7 +8,7 @@ use crate::support::{KEY, MockUpstream, TestGateway, anthropic_events, assemble,
 
 async fn gateway(mock: &MockUpstream) -> TestGateway {
     let sources = format!(
-        "sources:\n  - name: oai\n    base_url: {url}\n    models: [{{name: gpt, upstream: fixture}}, {{name: gpt-tools, upstream: tools}}]\n  - name: claude\n    base_url: {url}\n    adapter: anthropic\n    models: [{{name: claude, upstream: claude-text}}, {{name: claude-tools, upstream: claude-tools}}]\n  - name: local\n    base_url: {root}\n    adapter: ollama\n    models: [{{name: llama-tools}}]\n",
+        "sources:\n  - name: oai\n    base_url: {url}\n    models: [{{name: gpt, upstream: fixture}}, {{name: gpt-tools, upstream: tools}}]\n  - name: claude\n    base_url: {url}\n    adapter: anthropic\n    models: [{{name: claude, upstream: claude-text}}, {{name: claude-tools, upstream: claude-tools}}]\n  - name: local\n    base_url: {root}\n    adapter: ollama\n    models: [{{name: llama-tools}}]\n  - name: google\n    base_url: {root}/v1beta\n    adapter: gemini\n    models: [{{name: gemini-tools}}]\n",
         url = mock.url,
         root = mock.url.trim_end_matches("/v1")
     );
@@ -222,6 +222,7 @@ async fn matrix_every_client_protocol_reaches_every_upstream_protocol_with_tools
     assert_eq!(via_anthropic(&gw, "gpt-tools").await, openai_upstream, "Anthropic client → OpenAI upstream");
     assert_eq!(via_openai(&gw, "claude-tools").await, anthropic_upstream, "OpenAI client → Anthropic upstream");
     assert_eq!(via_anthropic(&gw, "claude-tools").await, anthropic_upstream, "Anthropic client → Anthropic upstream");
+    // The Ollama and Gemini fixtures call the same two tools.
     let ollama_upstream = Outcome {
         text: String::new(),
         tools: vec![
@@ -232,4 +233,6 @@ async fn matrix_every_client_protocol_reaches_every_upstream_protocol_with_tools
     };
     assert_eq!(via_openai(&gw, "llama-tools").await, ollama_upstream, "OpenAI client → Ollama upstream");
     assert_eq!(via_anthropic(&gw, "llama-tools").await, ollama_upstream, "Anthropic client → Ollama upstream");
+    assert_eq!(via_openai(&gw, "gemini-tools").await, ollama_upstream, "OpenAI client → Gemini upstream");
+    assert_eq!(via_anthropic(&gw, "gemini-tools").await, ollama_upstream, "Anthropic client → Gemini upstream");
 }

@@ -25,6 +25,10 @@ pub const OLLAMA_NDJSON: &str = include_str!("../../fixtures/ollama/chat.ndjson"
 pub const OLLAMA_TOOLS_NDJSON: &str = include_str!("../../fixtures/ollama/tools.ndjson");
 pub const DEEPSEEK_JSON: &str = include_str!("../../fixtures/deepseek/chat.json");
 pub const DEEPSEEK_SSE: &str = include_str!("../../fixtures/deepseek/chat.sse");
+pub const GEMINI_JSON: &str = include_str!("../../fixtures/gemini/generate.json");
+pub const GEMINI_SSE: &str = include_str!("../../fixtures/gemini/stream.sse");
+pub const GEMINI_TOOLS_SSE: &str = include_str!("../../fixtures/gemini/tools.sse");
+pub const GEMINI_ERROR_429: &str = include_str!("../../fixtures/gemini/error_429.json");
 pub const CLAUDE_MESSAGE: &str = include_str!("../../fixtures/anthropic/message.json");
 pub const CLAUDE_TEXT_SSE: &str = include_str!("../../fixtures/anthropic/text.sse");
 pub const CLAUDE_TOOLS_SSE: &str = include_str!("../../fixtures/anthropic/tools.sse");
@@ -78,6 +82,7 @@ impl MockUpstream {
             .route("/v1/chat/completions", post(chat))
             .route("/v1/messages", post(messages))
             .route("/api/chat", post(ollama))
+            .route("/v1beta/models/{call}", post(gemini))
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -97,6 +102,38 @@ pub fn events_of(sse: &str) -> Vec<String> {
 
 fn replay(sse: &str) -> Response {
     sse_body(futures::stream::iter(events_of(sse).into_iter().map(|e| Ok(Bytes::from(e))).collect::<Vec<_>>()))
+}
+
+/// Gemini's generateContent / streamGenerateContent?alt=sse (events end in CRLF CRLF).
+async fn gemini(
+    State(state): State<Arc<MockState>>,
+    axum::extract::Path(call): axum::extract::Path<String>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body).expect("the gateway sends JSON upstream");
+    state
+        .requests
+        .lock()
+        .unwrap()
+        .push(Recorded { headers, body: serde_json::json!({"call": call, "query": uri.query(), "body": body}) });
+    let (model, method) = call.split_once(':').expect("model:method");
+    let json = |status: StatusCode, text: &'static str| {
+        (status, [(header::CONTENT_TYPE, "application/json")], text).into_response()
+    };
+    let gemini_events = |sse: &str| -> Vec<Result<Bytes, Infallible>> {
+        sse.split_inclusive("\r\n\r\n").map(|e| Ok(Bytes::from(e.to_string()))).collect()
+    };
+    match (model, method) {
+        ("gemini-quota", _) => json(StatusCode::TOO_MANY_REQUESTS, GEMINI_ERROR_429),
+        (_, "generateContent") => json(StatusCode::OK, GEMINI_JSON),
+        ("gemini-tools", _) => sse_body(futures::stream::iter(gemini_events(GEMINI_TOOLS_SSE))),
+        ("gemini-cut", _) => {
+            sse_body(futures::stream::iter(gemini_events(GEMINI_SSE).into_iter().take(1).collect::<Vec<_>>()))
+        }
+        _ => sse_body(futures::stream::iter(gemini_events(GEMINI_SSE))),
+    }
 }
 
 /// Ollama's native chat API: NDJSON, one line per body chunk.

@@ -1,0 +1,217 @@
+//! Built-in `gemini` adapter: Google's Generative Language API (`generateContent`,
+//! `streamGenerateContent?alt=sse`, `x-goog-api-key`). base_url e.g.
+//! `https://generativelanguage.googleapis.com/v1beta`.
+
+mod request;
+
+use std::cell::RefCell;
+
+use adapter_kit::errors::{adapter_error, upstream_error};
+use adapter_kit::http::{join_url, setting_headers};
+use adapter_kit::unified::{self, ChunkBuilder, Usage};
+use adapter_kit::{
+    AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
+    StreamFraming, StreamOutput, host, parse_request, setting,
+};
+use serde_json::{Value, json};
+
+struct Gemini;
+
+impl Guest for Gemini {
+    type Session = Session;
+
+    fn describe() -> Metadata {
+        Metadata {
+            name: "gemini".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            protocol: "gemini-generate-content".into(),
+            stream_framing: StreamFraming::Sse,
+        }
+    }
+}
+
+#[derive(Default)]
+struct StreamState {
+    include_usage: bool,
+    started: bool,
+    finished: bool,
+    tool_calls: usize,
+    usage: Option<Usage>,
+    chunks: ChunkBuilder,
+}
+
+struct Session {
+    ctx: SourceContext,
+    stream: RefCell<StreamState>,
+}
+
+/// What one GenerateContentResponse holds, in unified terms.
+struct Candidate {
+    text: String,
+    thought: String,
+    /// (name, args as a JSON string).
+    calls: Vec<(String, String)>,
+    finish: Option<&'static str>,
+}
+
+fn candidate(response: &Value) -> Candidate {
+    let first = &response["candidates"][0];
+    let mut out = Candidate { text: String::new(), thought: String::new(), calls: Vec::new(), finish: None };
+    for part in first["content"]["parts"].as_array().into_iter().flatten() {
+        if let Some(call) = part.get("functionCall") {
+            let args = call.get("args").cloned().unwrap_or_else(|| json!({}));
+            out.calls.push((call["name"].as_str().unwrap_or_default().to_string(), args.to_string()));
+        } else if let Some(text) = part["text"].as_str() {
+            if part["thought"] == true { out.thought.push_str(text) } else { out.text.push_str(text) }
+        }
+    }
+    out.finish = first["finishReason"].as_str().map(|reason| match reason {
+        "MAX_TOKENS" => "length",
+        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY" => "content_filter",
+        _ => "stop",
+    });
+    out
+}
+
+fn usage(response: &Value) -> Option<Usage> {
+    let meta = response.get("usageMetadata")?;
+    let n = |k: &str| meta.get(k).and_then(Value::as_u64);
+    let thoughts = n("thoughtsTokenCount");
+    Some(Usage {
+        prompt: n("promptTokenCount"),
+        // Gemini counts thinking apart from the answer; OpenAI counts it in completion tokens.
+        completion: n("candidatesTokenCount").map(|c| c + thoughts.unwrap_or(0)),
+        cached: n("cachedContentTokenCount"),
+        cache_creation: None,
+        reasoning: thoughts,
+    })
+}
+
+/// Gemini has no tool-call ids on older models: make stable ones the client can echo back.
+fn call_id(response_id: &str, index: usize) -> String {
+    format!("call_{response_id}_{index}")
+}
+
+impl GuestSession for Session {
+    fn new(ctx: SourceContext) -> Self {
+        Session { ctx, stream: RefCell::new(StreamState::default()) }
+    }
+
+    fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
+        let unified = parse_request(&request)?;
+        self.stream.borrow_mut().include_usage =
+            unified.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true);
+        let streaming = unified.get("stream").and_then(Value::as_bool) == Some(true);
+        let body = request::to_generate_content(&unified)?;
+        let method = if streaming { "streamGenerateContent?alt=sse" } else { "generateContent" };
+        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+        if !self.ctx.api_key.is_empty() {
+            headers.push(("x-goog-api-key".into(), self.ctx.api_key.clone()));
+        }
+        headers.extend(setting_headers(&self.ctx.settings));
+        let path =
+            format!("{}/{}:{method}", setting(&self.ctx, "models_path").unwrap_or("/models"), self.ctx.upstream_model);
+        Ok(HttpRequest {
+            method: "POST".into(),
+            url: join_url(&self.ctx.base_url, &path),
+            headers,
+            body: serde_json::to_vec(&body).expect("JSON serialises"),
+        })
+    }
+
+    fn transform_response(&self, response: HttpResponse) -> Result<String, AdapterError> {
+        if !(200..300).contains(&response.status) {
+            return Err(upstream_error(&response));
+        }
+        let value: Value = serde_json::from_slice(&response.body)
+            .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))?;
+        if value.get("candidates").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+            let reason = value["promptFeedback"]["blockReason"].as_str().unwrap_or("no candidates");
+            return Err(adapter_error(ErrorKind::ContentPolicy, &format!("Gemini returned no answer: {reason}")));
+        }
+        let id = value["responseId"].as_str().unwrap_or("gemini").to_string();
+        let c = candidate(&value);
+        let mut message = json!({"role": "assistant", "content": if c.text.is_empty() && !c.calls.is_empty() { Value::Null } else { json!(c.text) }});
+        if !c.thought.is_empty() {
+            message["reasoning_content"] = json!(c.thought);
+        }
+        let finish = if c.calls.is_empty() { c.finish } else { Some("tool_calls") };
+        if !c.calls.is_empty() {
+            let calls: Vec<Value> = c
+                .calls
+                .iter()
+                .enumerate()
+                .map(|(i, (name, args))| json!({"id": call_id(&id, i), "type": "function", "function": {"name": name, "arguments": args}}))
+                .collect();
+            message["tool_calls"] = Value::Array(calls);
+        }
+        Ok(unified::response(
+            &id,
+            value["modelVersion"].as_str().unwrap_or(&self.ctx.upstream_model),
+            host::now_unix_ms() / 1000,
+            message,
+            finish,
+            usage(&value),
+        ))
+    }
+
+    fn transform_stream_chunk(&self, event: StreamEvent) -> Result<StreamOutput, AdapterError> {
+        let value: Value = serde_json::from_str(&event.data)
+            .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("stream event is not JSON: {e}")))?;
+        if value.get("error").is_some() {
+            let (message, _) = adapter_kit::errors::error_fields(&value);
+            return Err(adapter_error(ErrorKind::Server, &message.unwrap_or_else(|| "upstream stream error".into())));
+        }
+        let mut st = self.stream.borrow_mut();
+        let mut chunks = Vec::new();
+        if !st.started {
+            st.started = true;
+            st.chunks = ChunkBuilder {
+                id: value["responseId"].as_str().unwrap_or("gemini").to_string(),
+                model: value["modelVersion"].as_str().unwrap_or(&self.ctx.upstream_model).to_string(),
+                created: host::now_unix_ms() / 1000,
+            };
+            chunks.push(st.chunks.chunk(json!({"role": "assistant", "content": ""}), None));
+        }
+        let c = candidate(&value);
+        if !c.thought.is_empty() {
+            chunks.push(st.chunks.chunk(json!({"reasoning_content": c.thought}), None));
+        }
+        if !c.text.is_empty() {
+            chunks.push(st.chunks.chunk(json!({"content": c.text}), None));
+        }
+        for (name, args) in c.calls {
+            let index = st.tool_calls;
+            st.tool_calls += 1;
+            let id = call_id(&st.chunks.id, index);
+            chunks.push(st.chunks.chunk(
+                json!({"tool_calls": [{"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": args}}]}),
+                None,
+            ));
+        }
+        if let Some(u) = usage(&value) {
+            st.usage = Some(u);
+        }
+        if let Some(finish) = c.finish {
+            st.finished = true;
+            let finish = if st.tool_calls > 0 { "tool_calls" } else { finish };
+            chunks.push(st.chunks.chunk(json!({}), Some(finish)));
+        }
+        Ok(StreamOutput { chunks, done: false })
+    }
+
+    fn finish_stream(&self) -> Result<StreamOutput, AdapterError> {
+        let st = self.stream.borrow();
+        if !st.finished {
+            return Err(adapter_error(ErrorKind::Truncated, "upstream stream ended before a finishReason"));
+        }
+        // Usage arrives with the last event; emit it once the body has ended.
+        let chunks = match (st.include_usage, st.usage) {
+            (true, Some(u)) => vec![st.chunks.usage_chunk(u.to_json())],
+            _ => vec![],
+        };
+        Ok(StreamOutput { chunks, done: true })
+    }
+}
+
+adapter_kit::export!(Gemini);
