@@ -5,12 +5,13 @@
 use std::time::{Duration, Instant};
 
 use switchyard::config::AdapterName;
-use switchyard::plugin::{PluginHost, SandboxLimits, SourceContext, StreamEvent};
+use switchyard::plugin::{Operation, PluginHost, SandboxLimits, SourceContext, StreamEvent};
 
 const ITERATIONS: usize = 20_000;
 
 fn context() -> SourceContext {
     SourceContext {
+        operation: Operation::Chat,
         source_name: "bench".into(),
         base_url: "https://api.example.com/v1".into(),
         api_key: "sk-bench-0000000000000000".into(),

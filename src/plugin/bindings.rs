@@ -16,7 +16,8 @@ wasmtime::component::bindgen!({
 });
 
 pub use self::switchyard::adapter::types::{
-    AdapterError as GuestError, ErrorKind, HttpRequest, HttpResponse, StreamEvent, StreamFraming, StreamOutput,
+    AdapterError as GuestError, ErrorKind, HttpRequest, HttpResponse, Operation, StreamEvent, StreamFraming,
+    StreamOutput,
 };
 pub use exports::switchyard::adapter::adapter::{Metadata, SourceContext};
 

@@ -18,7 +18,8 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
 pub use bindings::{
-    ErrorKind, GuestError, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent, StreamFraming, StreamOutput,
+    ErrorKind, GuestError, HttpRequest, HttpResponse, Metadata, Operation, SourceContext, StreamEvent, StreamFraming,
+    StreamOutput,
 };
 pub use cache::CacheOutcome;
 pub use catalog::{AdapterOrigin, BUILTIN_ADAPTERS};

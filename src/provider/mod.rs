@@ -15,7 +15,7 @@ pub use error::{AttemptError, TimeoutPhase};
 pub use stream::ChunkStream;
 
 use crate::config::{Config, ModelConfig, SourceConfig, SourceName};
-use crate::plugin::{Adapter, GuestError, HttpRequest, HttpResponse, SourceContext};
+use crate::plugin::{Adapter, GuestError, HttpRequest, HttpResponse, Operation, SourceContext};
 
 /// Largest upstream response body read into memory (non-streaming answers, error bodies).
 const MAX_RESPONSE_BYTES: usize = 64 << 20;
@@ -25,11 +25,13 @@ pub struct Target<'a> {
     pub source: &'a SourceConfig,
     pub model: &'a ModelConfig,
     pub adapter: &'a Arc<Adapter>,
+    pub operation: Operation,
 }
 
 impl Target<'_> {
     fn context(&self) -> SourceContext {
         SourceContext {
+            operation: self.operation,
             source_name: self.source.name.to_string(),
             base_url: self.source.base_url.trim_end_matches('/').to_string(),
             api_key: self.source.api_key.expose().to_string(),

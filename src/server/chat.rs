@@ -12,9 +12,10 @@ use futures::StreamExt;
 use tracing::Instrument;
 
 use super::Gateway;
-use super::dispatch::{Answer, ChatCall, dispatch, request_span};
+use super::dispatch::{Answer, Call, dispatch, request_span};
 use super::error::ApiError;
 use super::request::{ChatRequest, parse_json, read_body};
+use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
 pub async fn chat_completions(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Body) -> Response {
@@ -47,7 +48,7 @@ async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Resp
     }
     // The adapter receives the client's body as sent: validated, never re-encoded.
     let unified = std::str::from_utf8(&bytes).map_err(|_| ApiError::invalid_request("request body is not UTF-8"))?;
-    let call = ChatCall { model: &request.model, unified, stream: request.streaming() };
+    let call = Call { model: &request.model, unified, stream: request.streaming(), kind: ModelKind::Chat };
     match dispatch(&gw, key, call).await? {
         Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
         Answer::Stream(chunks) => Ok(sse_response(chunks, started)),

@@ -7,6 +7,7 @@ use super::Gateway;
 use super::auth::KeyEntry;
 use super::error::ApiError;
 use crate::config::ModelKind;
+use crate::plugin::Operation;
 use crate::provider::{ChunkStream, Target};
 use crate::router;
 
@@ -16,15 +17,17 @@ pub enum Answer {
     Stream(ChunkStream),
 }
 
-/// One unified chat request, ready to route.
-pub struct ChatCall<'a> {
+/// One unified request, ready to route.
+pub struct Call<'a> {
     pub model: &'a str,
-    /// Unified request JSON (OpenAI Chat Completions shape).
+    /// Unified request JSON (OpenAI Chat Completions or Embeddings shape, by `kind`).
     pub unified: &'a str,
     pub stream: bool,
+    /// The kind of model the endpoint serves.
+    pub kind: ModelKind,
 }
 
-pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: ChatCall<'_>) -> Result<Answer, ApiError> {
+pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: Call<'_>) -> Result<Answer, ApiError> {
     let resolved = router::resolve(&gw.config, call.model);
     let allowed = match &resolved {
         Some(r) => key.scope.allows(&[call.model, &r.qualified(), &r.model.name]),
@@ -46,8 +49,14 @@ pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: ChatCall<'_>) -> Resul
         .code("model_not_found")
         .param("model")
     })?;
-    if resolved.model.kind != ModelKind::Chat {
-        return Err(ApiError::invalid_request(format!("model \"{}\" is not a chat model", call.model))
+    let operation = match call.kind {
+        ModelKind::Chat => Operation::Chat,
+        ModelKind::Embedding => Operation::Embedding,
+        ModelKind::Image => return Err(ApiError::invalid_request("image generation is not available yet")),
+    };
+    if resolved.model.kind != call.kind {
+        let wanted = format!("{:?}", call.kind).to_lowercase();
+        return Err(ApiError::invalid_request(format!("model \"{}\" is not a {wanted} model", call.model))
             .param("model")
             .code("wrong_model_kind"));
     }
@@ -58,7 +67,7 @@ pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: ChatCall<'_>) -> Resul
             format!("adapter `{}` is not loaded", resolved.source.adapter),
         )
     })?;
-    let target = Target { source: resolved.source, model: resolved.model, adapter };
+    let target = Target { source: resolved.source, model: resolved.model, adapter, operation };
     let source = &resolved.source.name;
     tracing::debug!(%source, upstream = resolved.model.upstream_name(), stream = call.stream, "dispatching");
 

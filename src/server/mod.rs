@@ -3,6 +3,7 @@
 mod auth;
 mod chat;
 mod dispatch;
+mod embeddings;
 mod error;
 mod messages;
 mod models;
@@ -43,6 +44,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/messages", post(messages::messages))
+        .route("/v1/embeddings", post(embeddings::embeddings))
         .route("/v1/models", get(models::list_models))
         .route("/health", get(models::health))
         .fallback(not_found)

@@ -7,6 +7,7 @@ mod anthropic_upstream;
 mod chat;
 mod config_check;
 mod deepseek_upstream;
+mod embeddings;
 mod gemini_upstream;
 mod messages;
 mod ollama_upstream;

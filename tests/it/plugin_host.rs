@@ -2,10 +2,11 @@
 //! the summed max_concurrent, a stream-long session holding its instance.
 
 use switchyard::config::AdapterName;
-use switchyard::plugin::{PluginHost, SandboxLimits, SourceContext};
+use switchyard::plugin::{Operation, PluginHost, SandboxLimits, SourceContext};
 
 fn context() -> SourceContext {
     SourceContext {
+        operation: Operation::Chat,
         source_name: "s".into(),
         base_url: "http://127.0.0.1:9/v1".into(),
         api_key: "sk-x".into(),

@@ -10,8 +10,8 @@ use std::cell::RefCell;
 use adapter_kit::errors::{adapter_error, upstream_error};
 use adapter_kit::unified::{self, Usage};
 use adapter_kit::{
-    AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
-    StreamFraming, StreamOutput, host,
+    AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, Operation, SourceContext,
+    StreamEvent, StreamFraming, StreamOutput, host,
 };
 use serde_json::{Value, json};
 
@@ -41,6 +41,9 @@ impl GuestSession for Session {
     }
 
     fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
+        if self.ctx.operation == Operation::Embedding {
+            return Err(adapter_error(ErrorKind::Unsupported, "Anthropic has no embeddings API"));
+        }
         let unified = adapter_kit::parse_request(&request)?;
         self.stream.borrow_mut().include_usage =
             unified.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true);

@@ -10,8 +10,8 @@ use adapter_kit::errors::{adapter_error, upstream_error};
 use adapter_kit::http::{join_url, setting_headers};
 use adapter_kit::unified::{self, ChunkBuilder, Usage};
 use adapter_kit::{
-    AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
-    StreamFraming, StreamOutput, host, parse_request, setting,
+    AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, Operation, SourceContext,
+    StreamEvent, StreamFraming, StreamOutput, host, parse_request,
 };
 use serde_json::{Value, json};
 
@@ -92,6 +92,23 @@ fn call_id(response_id: &str, index: usize) -> String {
     format!("call_{response_id}_{index}")
 }
 
+impl Session {
+    /// A POST under base_url, authenticated with `x-goog-api-key`.
+    fn post(&self, path: &str, body: Value) -> HttpRequest {
+        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+        if !self.ctx.api_key.is_empty() {
+            headers.push(("x-goog-api-key".into(), self.ctx.api_key.clone()));
+        }
+        headers.extend(setting_headers(&self.ctx.settings));
+        HttpRequest {
+            method: "POST".into(),
+            url: join_url(&self.ctx.base_url, path),
+            headers,
+            body: serde_json::to_vec(&body).expect("JSON serialises"),
+        }
+    }
+}
+
 impl GuestSession for Session {
     fn new(ctx: SourceContext) -> Self {
         Session { ctx, stream: RefCell::new(StreamState::default()) }
@@ -99,24 +116,26 @@ impl GuestSession for Session {
 
     fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
         let unified = parse_request(&request)?;
+        if self.ctx.operation == Operation::Embedding {
+            let model = format!("models/{}", self.ctx.upstream_model);
+            let requests: Vec<Value> = unified::embedding_inputs(&unified)
+                .into_iter()
+                .map(|text| {
+                    let mut r = json!({"model": model, "content": {"parts": [{"text": text}]}});
+                    if let Some(d) = unified.get("dimensions") {
+                        r["outputDimensionality"] = d.clone();
+                    }
+                    r
+                })
+                .collect();
+            return Ok(self.post(&format!("{model}:batchEmbedContents"), json!({"requests": requests})));
+        }
         self.stream.borrow_mut().include_usage =
             unified.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true);
         let streaming = unified.get("stream").and_then(Value::as_bool) == Some(true);
         let body = request::to_generate_content(&unified)?;
         let method = if streaming { "streamGenerateContent?alt=sse" } else { "generateContent" };
-        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
-        if !self.ctx.api_key.is_empty() {
-            headers.push(("x-goog-api-key".into(), self.ctx.api_key.clone()));
-        }
-        headers.extend(setting_headers(&self.ctx.settings));
-        let path =
-            format!("{}/{}:{method}", setting(&self.ctx, "models_path").unwrap_or("/models"), self.ctx.upstream_model);
-        Ok(HttpRequest {
-            method: "POST".into(),
-            url: join_url(&self.ctx.base_url, &path),
-            headers,
-            body: serde_json::to_vec(&body).expect("JSON serialises"),
-        })
+        Ok(self.post(&format!("models/{}:{method}", self.ctx.upstream_model), body))
     }
 
     fn transform_response(&self, response: HttpResponse) -> Result<String, AdapterError> {
@@ -125,6 +144,15 @@ impl GuestSession for Session {
         }
         let value: Value = serde_json::from_slice(&response.body)
             .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))?;
+        if self.ctx.operation == Operation::Embedding {
+            let vectors = value["embeddings"]
+                .as_array()
+                .ok_or_else(|| adapter_error(ErrorKind::InvalidResponse, "upstream response has no `embeddings`"))?
+                .iter()
+                .map(|e| e["values"].clone())
+                .collect();
+            return Ok(unified::embedding_list(&self.ctx.upstream_model, vectors, None));
+        }
         if value.get("candidates").and_then(Value::as_array).is_none_or(Vec::is_empty) {
             let reason = value["promptFeedback"]["blockReason"].as_str().unwrap_or("no candidates");
             return Err(adapter_error(ErrorKind::ContentPolicy, &format!("Gemini returned no answer: {reason}")));

@@ -21,7 +21,7 @@ pub mod unified;
 pub use bindings::exports::switchyard::adapter::adapter::{Guest, GuestSession, SessionBorrow};
 pub use bindings::switchyard::adapter::host;
 pub use bindings::switchyard::adapter::types::{
-    AdapterError, ErrorKind, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent, StreamFraming,
+    AdapterError, ErrorKind, HttpRequest, HttpResponse, Metadata, Operation, SourceContext, StreamEvent, StreamFraming,
     StreamOutput,
 };
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::errors::{adapter_error, error_fields, upstream_error};
 use crate::http::{join_url, setting_headers};
 use crate::{
-    AdapterError, ErrorKind, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
+    AdapterError, ErrorKind, GuestSession, HttpRequest, HttpResponse, Metadata, Operation, SourceContext, StreamEvent,
     StreamFraming, StreamOutput, parse_request, setting,
 };
 
@@ -77,7 +77,10 @@ impl<D: Dialect> GuestSession for Session<D> {
             headers.push(("accept".into(), "text/event-stream".into()));
         }
         headers.extend(setting_headers(&self.ctx.settings));
-        let path = setting(&self.ctx, "path").unwrap_or("/chat/completions");
+        let path = match self.ctx.operation {
+            Operation::Chat => setting(&self.ctx, "path").unwrap_or("/chat/completions"),
+            Operation::Embedding => setting(&self.ctx, "embeddings_path").unwrap_or("/embeddings"),
+        };
         Ok(HttpRequest {
             method: "POST".into(),
             url: join_url(&self.ctx.base_url, path),
@@ -93,8 +96,12 @@ impl<D: Dialect> GuestSession for Session<D> {
         let value: Value = serde_json::from_slice(&response.body)
             .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))?;
         let mut value = value;
-        if value.get("choices").and_then(Value::as_array).is_none() {
-            return Err(adapter_error(ErrorKind::InvalidResponse, "upstream response has no `choices` array"));
+        let list = match self.ctx.operation {
+            Operation::Chat => "choices",
+            Operation::Embedding => "data",
+        };
+        if value.get(list).and_then(Value::as_array).is_none() {
+            return Err(adapter_error(ErrorKind::InvalidResponse, &format!("upstream response has no `{list}` array")));
         }
         if D::normalize(&mut value) {
             return Ok(value.to_string());

@@ -97,6 +97,26 @@ pub fn response(
     body.to_string()
 }
 
+/// The texts of an embeddings request's `input` (a string or a list of strings).
+pub fn embedding_inputs(request: &Map<String, Value>) -> Vec<String> {
+    match request.get("input") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items.iter().filter_map(|s| s.as_str().map(str::to_string)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// An OpenAI embeddings list response.
+pub fn embedding_list(model: &str, vectors: Vec<Value>, prompt_tokens: Option<u64>) -> String {
+    let data: Vec<Value> = vectors
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| json!({"object": "embedding", "index": i, "embedding": v}))
+        .collect();
+    json!({"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}})
+        .to_string()
+}
+
 /// `data:image/png;base64,AAAA` → (`image/png`, `AAAA`).
 pub fn parse_data_url(url: &str) -> Option<(&str, &str)> {
     let rest = url.strip_prefix("data:")?;

@@ -8,8 +8,8 @@ use adapter_kit::errors::{adapter_error, upstream_error};
 use adapter_kit::http::{join_url, setting_headers};
 use adapter_kit::unified::{self, ChunkBuilder, Usage, content_text, max_tokens, parse_data_url, stop_sequences};
 use adapter_kit::{
-    AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, SourceContext, StreamEvent,
-    StreamFraming, StreamOutput, host, parse_request, setting,
+    AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, Operation, SourceContext,
+    StreamEvent, StreamFraming, StreamOutput, host, parse_request, setting,
 };
 use serde_json::{Map, Value, json};
 
@@ -52,7 +52,12 @@ impl GuestSession for Session {
         let mut state = self.stream.borrow_mut();
         state.include_usage =
             unified.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true);
-        let body = to_chat(&unified, &self.ctx.upstream_model)?;
+        let (body, default_path) = match self.ctx.operation {
+            Operation::Chat => (to_chat(&unified, &self.ctx.upstream_model)?, "/api/chat"),
+            Operation::Embedding => {
+                (json!({"model": self.ctx.upstream_model, "input": unified::embedding_inputs(&unified)}), "/api/embed")
+            }
+        };
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
         if !self.ctx.api_key.is_empty() {
             headers.push(("authorization".into(), format!("Bearer {}", self.ctx.api_key)));
@@ -60,7 +65,7 @@ impl GuestSession for Session {
         headers.extend(setting_headers(&self.ctx.settings));
         Ok(HttpRequest {
             method: "POST".into(),
-            url: join_url(&self.ctx.base_url, setting(&self.ctx, "path").unwrap_or("/api/chat")),
+            url: join_url(&self.ctx.base_url, setting(&self.ctx, "path").unwrap_or(default_path)),
             headers,
             body: serde_json::to_vec(&body).expect("JSON serialises"),
         })
@@ -72,6 +77,13 @@ impl GuestSession for Session {
         }
         let value: Value = serde_json::from_slice(&response.body)
             .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))?;
+        if self.ctx.operation == Operation::Embedding {
+            let vectors = value["embeddings"]
+                .as_array()
+                .cloned()
+                .ok_or_else(|| adapter_error(ErrorKind::InvalidResponse, "upstream response has no `embeddings`"))?;
+            return Ok(unified::embedding_list(&self.ctx.upstream_model, vectors, value["prompt_eval_count"].as_u64()));
+        }
         let message = &value["message"];
         let mut out = json!({"role": "assistant", "content": message["content"].as_str().unwrap_or_default()});
         if let Some(thinking) = message["thinking"].as_str().filter(|t| !t.is_empty()) {

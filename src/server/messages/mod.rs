@@ -17,9 +17,10 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::Gateway;
-use super::dispatch::{Answer, ChatCall, dispatch, request_span};
+use super::dispatch::{Answer, Call, dispatch, request_span};
 use super::error::ApiError;
 use super::request::{parse_json, read_body};
+use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
 pub async fn messages(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Body) -> Response {
@@ -55,7 +56,7 @@ async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Resp
         return Err(ApiError::invalid_request("request body must be a JSON object"));
     };
     let unified = request::to_unified(&raw)?.to_string();
-    let call = ChatCall { model: &checked.model, unified: &unified, stream: checked.stream };
+    let call = Call { model: &checked.model, unified: &unified, stream: checked.stream, kind: ModelKind::Chat };
     match dispatch(&gw, key, call).await? {
         Answer::Complete(body) => {
             let unified: Value = serde_json::from_str(&body).map_err(|e| {

@@ -29,6 +29,9 @@ pub const GEMINI_JSON: &str = include_str!("../../fixtures/gemini/generate.json"
 pub const GEMINI_SSE: &str = include_str!("../../fixtures/gemini/stream.sse");
 pub const GEMINI_TOOLS_SSE: &str = include_str!("../../fixtures/gemini/tools.sse");
 pub const GEMINI_ERROR_429: &str = include_str!("../../fixtures/gemini/error_429.json");
+pub const OPENAI_EMBEDDINGS: &str = include_str!("../../fixtures/openai/embeddings.json");
+pub const GEMINI_BATCH_EMBED: &str = include_str!("../../fixtures/gemini/batch_embed.json");
+pub const OLLAMA_EMBED: &str = include_str!("../../fixtures/ollama/embed.json");
 pub const CLAUDE_MESSAGE: &str = include_str!("../../fixtures/anthropic/message.json");
 pub const CLAUDE_TEXT_SSE: &str = include_str!("../../fixtures/anthropic/text.sse");
 pub const CLAUDE_TOOLS_SSE: &str = include_str!("../../fixtures/anthropic/tools.sse");
@@ -82,6 +85,8 @@ impl MockUpstream {
             .route("/v1/chat/completions", post(chat))
             .route("/v1/messages", post(messages))
             .route("/api/chat", post(ollama))
+            .route("/v1/embeddings", post(fixed(OPENAI_EMBEDDINGS)))
+            .route("/api/embed", post(fixed(OLLAMA_EMBED)))
             .route("/v1beta/models/{call}", post(gemini))
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -102,6 +107,17 @@ pub fn events_of(sse: &str) -> Vec<String> {
 
 fn replay(sse: &str) -> Response {
     sse_body(futures::stream::iter(events_of(sse).into_iter().map(|e| Ok(Bytes::from(e))).collect::<Vec<_>>()))
+}
+
+/// A handler that records the request and answers one JSON fixture.
+fn fixed(
+    fixture: &'static str,
+) -> impl Fn(State<Arc<MockState>>, HeaderMap, Bytes) -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+    move |State(state): State<Arc<MockState>>, headers: HeaderMap, body: Bytes| {
+        let body: Value = serde_json::from_slice(&body).expect("the gateway sends JSON upstream");
+        state.requests.lock().unwrap().push(Recorded { headers, body });
+        std::future::ready((StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], fixture).into_response())
+    }
 }
 
 /// Gemini's generateContent / streamGenerateContent?alt=sse (events end in CRLF CRLF).
@@ -127,6 +143,7 @@ async fn gemini(
     };
     match (model, method) {
         ("gemini-quota", _) => json(StatusCode::TOO_MANY_REQUESTS, GEMINI_ERROR_429),
+        (_, "batchEmbedContents") => json(StatusCode::OK, GEMINI_BATCH_EMBED),
         (_, "generateContent") => json(StatusCode::OK, GEMINI_JSON),
         ("gemini-tools", _) => sse_body(futures::stream::iter(gemini_events(GEMINI_TOOLS_SSE))),
         ("gemini-cut", _) => {

@@ -1,0 +1,63 @@
+//! `POST /v1/embeddings`: OpenAI's embeddings endpoint for `kind: embedding` models, through
+//! the source's adapter (openai, gemini, ollama).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use tracing::Instrument;
+
+use super::Gateway;
+use super::dispatch::{Answer, Call, dispatch, request_span};
+use super::error::ApiError;
+use super::request::{parse_json, read_body};
+use crate::config::ModelKind;
+
+#[allow(dead_code)] // fields exist to be type-checked
+#[derive(Debug, Deserialize)]
+struct EmbeddingsRequest<'a> {
+    #[serde(borrow)]
+    model: std::borrow::Cow<'a, str>,
+    input: Input,
+    dimensions: Option<u32>,
+    encoding_format: Option<String>,
+}
+
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(untagged, expecting = "a string or an array of strings")]
+enum Input {
+    One(String),
+    Many(Vec<String>),
+}
+
+pub async fn embeddings(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Body) -> Response {
+    let (request_id, span) = request_span("embeddings");
+    let result = handle(gw, headers, body).instrument(span.clone()).await;
+    let mut response = result.unwrap_or_else(|e| {
+        span.in_scope(|| tracing::info!(status = e.status.as_u16(), kind = e.kind, "request refused: {}", e.message));
+        e.into_response()
+    });
+    if let Ok(value) = header::HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    response
+}
+
+async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let key = gw.keys.authenticate(&headers)?;
+    let bytes = read_body(body, gw.config.body_limit_bytes).await?;
+    let request: EmbeddingsRequest = parse_json(&bytes)?;
+    if matches!(&request.input, Input::Many(items) if items.is_empty()) {
+        return Err(ApiError::invalid_request("`input` must not be empty").param("input"));
+    }
+    let unified = std::str::from_utf8(&bytes).map_err(|_| ApiError::invalid_request("request body is not UTF-8"))?;
+    let call = Call { model: &request.model, unified, stream: false, kind: ModelKind::Embedding };
+    match dispatch(&gw, key, call).await? {
+        Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
+        Answer::Stream(_) => Err(ApiError::invalid_request("embeddings cannot be streamed")),
+    }
+}
