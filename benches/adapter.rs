@@ -22,7 +22,7 @@ fn context() -> SourceContext {
 
 /// A realistic ~2 KB chat request: system prompt, a few turns, one tool.
 fn request_2kb() -> String {
-    let filler = "The quick brown fox jumps over the lazy dog. ".repeat(8);
+    let filler = "The quick brown fox jumps over the lazy dog. ".repeat(12);
     let body = serde_json::json!({
         "model": "gpt-4o",
         "temperature": 0.2,
@@ -49,7 +49,7 @@ impl Stats {
         let n = self.samples.len();
         let mean = self.samples.iter().sum::<Duration>() / n as u32;
         let pct = |p: f64| self.samples[((n as f64 * p) as usize).min(n - 1)];
-        println!("{name:<44} {:>9.1} {:>9.1} {:>9.1} {:>8}", us(mean), us(pct(0.50)), us(pct(0.99)), n);
+        println!("{name:<48} {:>9.1} {:>9.1} {:>9.1} {:>8}", us(mean), us(pct(0.50)), us(pct(0.99)), n);
     }
 }
 
@@ -64,54 +64,65 @@ fn main() {
 
 async fn run() {
     let body = request_2kb();
-    println!(
-        "switchyard adapter benchmark (openai adapter, release, {ITERATIONS} iterations; request body {} bytes)",
-        body.len()
-    );
-    println!("{:<44} {:>9} {:>9} {:>9} {:>8}", "operation", "mean µs", "p50 µs", "p99 µs", "samples");
+    println!("switchyard adapter benchmark (release, {ITERATIONS} iterations; request body {} bytes)", body.len());
+    println!("{:<48} {:>9} {:>9} {:>9} {:>8}", "operation", "mean µs", "p50 µs", "p99 µs", "samples");
 
     let (host, _) = PluginHost::load(SandboxLimits::default(), None, None).await.unwrap();
-    let adapter = host.adapter(&AdapterName::new("openai")).unwrap().clone();
-    adapter.set_pool_capacity(4);
     let ctx = context();
+    let openai_chunk = StreamEvent {
+        event: "message".into(),
+        data: r#"{"id":"chatcmpl-123","object":"chat.completion.chunk","created":1694268190,"model":"gpt-4o-mini","system_fingerprint":"fp_44709d6fcb","choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null}]}"#.into(),
+    };
+    let anthropic_chunk = StreamEvent {
+        event: "content_block_delta".into(),
+        data: r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}"#.into(),
+    };
+    let anthropic_start = StreamEvent {
+        event: "message_start".into(),
+        data: r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1}}}"#.into(),
+    };
+    for (name, chunk) in [("openai", &openai_chunk), ("anthropic", &anthropic_chunk)] {
+        let adapter = host.adapter(&AdapterName::new(name)).unwrap().clone();
+        adapter.set_pool_capacity(4);
+        // Warm the pool and the caches.
+        for _ in 0..500 {
+            let mut s = adapter.open_session(&ctx).await.unwrap();
+            s.transform_request(&body).await.unwrap().unwrap();
+        }
+        let mut checkout = Stats { samples: Vec::with_capacity(ITERATIONS) };
+        let mut transform = Stats { samples: Vec::with_capacity(ITERATIONS) };
+        let mut both = Stats { samples: Vec::with_capacity(ITERATIONS) };
+        for _ in 0..ITERATIONS {
+            let t0 = Instant::now();
+            let mut session = adapter.open_session(&ctx).await.unwrap();
+            let t1 = Instant::now();
+            let request = session.transform_request(&body).await.unwrap().unwrap();
+            let t2 = Instant::now();
+            drop(session);
+            std::hint::black_box(request);
+            checkout.samples.push(t1 - t0);
+            transform.samples.push(t2 - t1);
+            both.samples.push(t2 - t0);
+        }
+        both.line(&format!("{name}: transform-request 2 KB, checkout incl."));
+        checkout.line(&format!("{name}:   of which checkout + session open"));
+        transform.line(&format!("{name}:   of which transform-request call"));
 
-    // Warm the pool and the caches.
-    for _ in 0..500 {
-        let mut s = adapter.open_session(&ctx).await.unwrap();
-        s.transform_request(&body).await.unwrap().unwrap();
-    }
-
-    let mut checkout = Stats { samples: Vec::with_capacity(ITERATIONS) };
-    let mut transform = Stats { samples: Vec::with_capacity(ITERATIONS) };
-    let mut both = Stats { samples: Vec::with_capacity(ITERATIONS) };
-    for _ in 0..ITERATIONS {
-        let t0 = Instant::now();
         let mut session = adapter.open_session(&ctx).await.unwrap();
-        let t1 = Instant::now();
-        let request = session.transform_request(&body).await.unwrap().unwrap();
-        let t2 = Instant::now();
+        if name == "anthropic" {
+            session.transform_stream_chunk(&anthropic_start).await.unwrap().unwrap();
+        }
+        let mut per_chunk = Stats { samples: Vec::with_capacity(ITERATIONS) };
+        for _ in 0..ITERATIONS {
+            let t0 = Instant::now();
+            let out = session.transform_stream_chunk(chunk).await.unwrap().unwrap();
+            per_chunk.samples.push(t0.elapsed());
+            std::hint::black_box(out);
+        }
         drop(session);
-        std::hint::black_box(request);
-        checkout.samples.push(t1 - t0);
-        transform.samples.push(t2 - t1);
-        both.samples.push(t2 - t0);
+        per_chunk.line(&format!("{name}: transform-stream-chunk (one event)"));
     }
-    both.line("transform-request 2 KB, checkout included");
-    checkout.line("  of which: checkout + session open");
-    transform.line("  of which: transform-request call");
-
-    let chunk = r#"{"id":"chatcmpl-123","object":"chat.completion.chunk","created":1694268190,"model":"gpt-4o-mini","system_fingerprint":"fp_44709d6fcb","choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null}]}"#;
-    let event = StreamEvent { event: "message".into(), data: chunk.into() };
-    let mut session = adapter.open_session(&ctx).await.unwrap();
-    let mut per_chunk = Stats { samples: Vec::with_capacity(ITERATIONS) };
-    for _ in 0..ITERATIONS {
-        let t0 = Instant::now();
-        let out = session.transform_stream_chunk(&event).await.unwrap().unwrap();
-        per_chunk.samples.push(t0.elapsed());
-        std::hint::black_box(out);
-    }
-    drop(session);
-    per_chunk.line("transform-stream-chunk (one SSE event)");
+    let adapter = host.adapter(&AdapterName::new("openai")).unwrap().clone();
 
     // A cold instance: every session is held, so each checkout instantiates afresh.
     const COLD: usize = 200;

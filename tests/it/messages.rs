@@ -236,3 +236,47 @@ async fn matrix_every_client_protocol_reaches_every_upstream_protocol_with_tools
     assert_eq!(via_openai(&gw, "gemini-tools").await, ollama_upstream, "OpenAI client → Gemini upstream");
     assert_eq!(via_anthropic(&gw, "gemini-tools").await, ollama_upstream, "Anthropic client → Gemini upstream");
 }
+
+#[tokio::test]
+async fn a_cut_upstream_stream_ends_in_an_error_event_not_message_stop() {
+    let mock = MockUpstream::start().await;
+    let sources = format!(
+        "sources:\n  - name: claude\n    base_url: {}\n    adapter: anthropic\n    models: [{{name: claude-cut}}]\n",
+        mock.url
+    );
+    let gw = TestGateway::start(&config_with(&sources)).await;
+    let events =
+        anthropic_events(&post_messages(&gw, &anthropic_request("claude-cut", true)).await.text().await.unwrap());
+    let (name, data) = events.last().unwrap();
+    assert_eq!(name, "error");
+    assert_eq!(data["type"], "error");
+    assert!(data["error"]["message"].as_str().unwrap().contains("message_stop"), "{data}");
+    assert!(events.iter().all(|(n, _)| n != "message_stop"));
+    let text: String = events.iter().filter_map(|(_, d)| d["delta"]["text"].as_str()).collect();
+    assert_eq!(text, "Hello!", "what arrived before the cut was delivered");
+}
+
+#[tokio::test]
+async fn image_blocks_and_thinking_requests_translate_to_the_unified_form() {
+    let mock = MockUpstream::start().await;
+    let gw = gateway(&mock).await;
+    let request = json!({
+        "model": "gpt", "max_tokens": 2048,
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.jpg"}},
+            {"type": "text", "text": "Describe both."}]}],
+    });
+    assert_eq!(post_messages(&gw, &request).await.status(), 200);
+    let seen = mock.state.requests().pop().unwrap().body;
+    assert_eq!(
+        seen["messages"][0]["content"],
+        json!([
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg"}},
+            {"type": "text", "text": "Describe both."},
+        ])
+    );
+    assert!(seen.get("thinking").is_none(), "the openai adapter drops Anthropic-only fields");
+}
