@@ -6,34 +6,20 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use tracing::Instrument;
 
 use super::Gateway;
-use super::dispatch::{Answer, Call, dispatch, request_span};
+use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
 use super::error::ApiError;
 use super::request::{ChatRequest, parse_json, read_body};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
 pub async fn chat_completions(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Body) -> Response {
-    let (request_id, span) = request_span("openai");
-    let result = handle(gw, headers, body).instrument(span.clone()).await;
-    let mut response = match result {
-        Ok(response) => response,
-        Err(e) => {
-            span.in_scope(|| {
-                tracing::info!(status = e.status.as_u16(), kind = e.kind, "request refused: {}", e.message)
-            });
-            e.into_response()
-        }
-    };
-    if let Ok(value) = HeaderValue::from_str(&request_id) {
-        response.headers_mut().insert("x-request-id", value);
-    }
-    response
+    let door = FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
+    respond(door, handle(gw, headers, body)).await
 }
 
 async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {

@@ -1,7 +1,9 @@
 //! The path every front door shares once it has a unified request: resolve the model, check
 //! the key's scope and the model's kind, and make the attempt through the source's adapter.
 
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::Response;
+use tracing::Instrument;
 
 use super::Gateway;
 use super::auth::KeyEntry;
@@ -83,9 +85,29 @@ pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: Call<'_>) -> Result<An
     }
 }
 
-/// A fresh request id and the span its log lines carry.
-pub fn request_span(front_door: &'static str) -> (String, tracing::Span) {
+/// How a front door names its request-id header and renders errors in its protocol.
+pub struct FrontDoor {
+    pub name: &'static str,
+    pub id_header: &'static str,
+    pub render_error: fn(ApiError) -> Response,
+}
+
+/// Runs one request under a fresh id and span: logs a refusal, renders it in the front
+/// door's protocol, and stamps the id on the response.
+pub async fn respond(door: FrontDoor, handle: impl Future<Output = Result<Response, ApiError>>) -> Response {
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let span = tracing::info_span!("request", door = front_door, id = %id, key = tracing::field::Empty, model = tracing::field::Empty);
-    (id, span)
+    let span = tracing::info_span!("request", door = door.name, id = %id, key = tracing::field::Empty, model = tracing::field::Empty);
+    let mut response = match handle.instrument(span.clone()).await {
+        Ok(response) => response,
+        Err(e) => {
+            span.in_scope(|| {
+                tracing::info!(status = e.status.as_u16(), kind = e.kind, "request refused: {}", e.message)
+            });
+            (door.render_error)(e)
+        }
+    };
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(door.id_header, value);
+    }
+    response
 }

@@ -8,10 +8,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use tracing::Instrument;
 
 use super::Gateway;
-use super::dispatch::{Answer, Call, dispatch, request_span};
+use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
 use super::error::ApiError;
 use super::request::{parse_json, read_body};
 use crate::config::ModelKind;
@@ -35,16 +34,8 @@ enum Input {
 }
 
 pub async fn embeddings(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Body) -> Response {
-    let (request_id, span) = request_span("embeddings");
-    let result = handle(gw, headers, body).instrument(span.clone()).await;
-    let mut response = result.unwrap_or_else(|e| {
-        span.in_scope(|| tracing::info!(status = e.status.as_u16(), kind = e.kind, "request refused: {}", e.message));
-        e.into_response()
-    });
-    if let Ok(value) = header::HeaderValue::from_str(&request_id) {
-        response.headers_mut().insert("x-request-id", value);
-    }
-    response
+    let door = FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
+    respond(door, handle(gw, headers, body)).await
 }
 
 async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {

@@ -21,12 +21,7 @@ impl Guest for Anthropic {
     type Session = Session;
 
     fn describe() -> Metadata {
-        Metadata {
-            name: "anthropic".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            protocol: "anthropic-messages".into(),
-            stream_framing: StreamFraming::Sse,
-        }
+        adapter_kit::metadata("anthropic", "anthropic-messages", StreamFraming::Sse)
     }
 }
 
@@ -45,8 +40,7 @@ impl GuestSession for Session {
             return Err(adapter_error(ErrorKind::Unsupported, "Anthropic has no embeddings API"));
         }
         let unified = adapter_kit::parse_request(&request)?;
-        self.stream.borrow_mut().include_usage =
-            unified.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true);
+        self.stream.borrow_mut().include_usage = unified::wants_stream_usage(&unified);
         let body = request::to_messages(&unified, &self.ctx.upstream_model)?;
         request::http(&self.ctx, body)
     }
@@ -55,8 +49,7 @@ impl GuestSession for Session {
         if !(200..300).contains(&response.status) {
             return Err(upstream_error(&response));
         }
-        let message: Value = serde_json::from_slice(&response.body)
-            .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))?;
+        let message: Value = adapter_kit::parse_body(&response.body)?;
         let blocks = message
             .get("content")
             .and_then(Value::as_array)

@@ -21,12 +21,7 @@ impl Guest for Gemini {
     type Session = Session;
 
     fn describe() -> Metadata {
-        Metadata {
-            name: "gemini".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            protocol: "gemini-generate-content".into(),
-            stream_framing: StreamFraming::Sse,
-        }
+        adapter_kit::metadata("gemini", "gemini-generate-content", StreamFraming::Sse)
     }
 }
 
@@ -130,8 +125,7 @@ impl GuestSession for Session {
                 .collect();
             return Ok(self.post(&format!("{model}:batchEmbedContents"), json!({"requests": requests})));
         }
-        self.stream.borrow_mut().include_usage =
-            unified.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true);
+        self.stream.borrow_mut().include_usage = unified::wants_stream_usage(&unified);
         let streaming = unified.get("stream").and_then(Value::as_bool) == Some(true);
         let body = request::to_generate_content(&unified)?;
         let method = if streaming { "streamGenerateContent?alt=sse" } else { "generateContent" };
@@ -142,8 +136,7 @@ impl GuestSession for Session {
         if !(200..300).contains(&response.status) {
             return Err(upstream_error(&response));
         }
-        let value: Value = serde_json::from_slice(&response.body)
-            .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))?;
+        let value: Value = adapter_kit::parse_body(&response.body)?;
         if self.ctx.operation == Operation::Embedding {
             let vectors = value["embeddings"]
                 .as_array()

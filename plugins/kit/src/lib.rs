@@ -34,6 +34,17 @@ pub fn parse_request(request: &str) -> Result<serde_json::Map<String, serde_json
     }
 }
 
+/// Metadata for a built-in adapter (version = the workspace version).
+pub fn metadata(name: &str, protocol: &str, stream_framing: StreamFraming) -> Metadata {
+    Metadata { name: name.into(), version: env!("CARGO_PKG_VERSION").into(), protocol: protocol.into(), stream_framing }
+}
+
+/// Parses an upstream body that must be JSON.
+pub fn parse_body(body: &[u8]) -> Result<serde_json::Value, AdapterError> {
+    serde_json::from_slice(body)
+        .map_err(|e| errors::adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))
+}
+
 /// A source setting by key, as written under the source's `settings:`.
 pub fn setting<'a>(ctx: &'a SourceContext, key: &str) -> Option<&'a str> {
     ctx.settings.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())

@@ -26,12 +26,7 @@ pub trait Dialect: 'static {
 }
 
 pub fn metadata<D: Dialect>() -> Metadata {
-    Metadata {
-        name: D::NAME.into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        protocol: "openai-chat".into(),
-        stream_framing: StreamFraming::Sse,
-    }
+    crate::metadata(D::NAME, "openai-chat", StreamFraming::Sse)
 }
 
 /// Gateway-only request fields an OpenAI upstream would reject.
@@ -93,8 +88,7 @@ impl<D: Dialect> GuestSession for Session<D> {
         if !(200..300).contains(&response.status) {
             return Err(upstream_error(&response));
         }
-        let value: Value = serde_json::from_slice(&response.body)
-            .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))?;
+        let value: Value = crate::parse_body(&response.body)?;
         let mut value = value;
         let list = match self.ctx.operation {
             Operation::Chat => "choices",

@@ -136,6 +136,11 @@ pub fn content_text(content: &Value) -> String {
     }
 }
 
+/// Whether the client asked for the usage chunk (`stream_options.include_usage`).
+pub fn wants_stream_usage(request: &Map<String, Value>) -> bool {
+    request.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true)
+}
+
 /// `max_tokens`, or its newer name `max_completion_tokens`.
 pub fn max_tokens(request: &Map<String, Value>) -> Option<u64> {
     request.get("max_tokens").or_else(|| request.get("max_completion_tokens")).and_then(Value::as_u64)

@@ -19,12 +19,7 @@ impl Guest for Ollama {
     type Session = Session;
 
     fn describe() -> Metadata {
-        Metadata {
-            name: "ollama".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            protocol: "ollama-chat".into(),
-            stream_framing: StreamFraming::Ndjson,
-        }
+        adapter_kit::metadata("ollama", "ollama-chat", StreamFraming::Ndjson)
     }
 }
 
@@ -50,8 +45,7 @@ impl GuestSession for Session {
     fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
         let unified = parse_request(&request)?;
         let mut state = self.stream.borrow_mut();
-        state.include_usage =
-            unified.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true);
+        state.include_usage = unified::wants_stream_usage(&unified);
         let (body, default_path) = match self.ctx.operation {
             Operation::Chat => (to_chat(&unified, &self.ctx.upstream_model)?, "/api/chat"),
             Operation::Embedding => {
@@ -75,8 +69,7 @@ impl GuestSession for Session {
         if !(200..300).contains(&response.status) {
             return Err(upstream_error(&response));
         }
-        let value: Value = serde_json::from_slice(&response.body)
-            .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))?;
+        let value: Value = adapter_kit::parse_body(&response.body)?;
         if self.ctx.operation == Operation::Embedding {
             let vectors = value["embeddings"]
                 .as_array()

@@ -166,6 +166,12 @@ impl StreamEncoder {
     }
 }
 
+/// An error response in Anthropic's format.
+pub fn error_response(error: crate::server::ApiError) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (error.status, axum::Json(error_body(error.status.as_u16(), &error.message))).into_response()
+}
+
 /// An error in Anthropic's shape, typed by status.
 pub fn error_body(status: u16, message: &str) -> Value {
     let kind = match status {

@@ -10,35 +10,21 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
-use tracing::Instrument;
 
 use super::Gateway;
-use super::dispatch::{Answer, Call, dispatch, request_span};
+use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
 use super::error::ApiError;
 use super::request::{parse_json, read_body};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
 pub async fn messages(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Body) -> Response {
-    let (request_id, span) = request_span("anthropic");
-    let result = handle(gw, headers, body).instrument(span.clone()).await;
-    let mut response = match result {
-        Ok(response) => response,
-        Err(e) => {
-            span.in_scope(|| {
-                tracing::info!(status = e.status.as_u16(), kind = e.kind, "request refused: {}", e.message)
-            });
-            (e.status, axum::Json(encode::error_body(e.status.as_u16(), &e.message))).into_response()
-        }
-    };
-    if let Ok(value) = HeaderValue::from_str(&request_id) {
-        response.headers_mut().insert("request-id", value);
-    }
-    response
+    let door = FrontDoor { name: "anthropic", id_header: "request-id", render_error: encode::error_response };
+    respond(door, handle(gw, headers, body)).await
 }
 
 async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
