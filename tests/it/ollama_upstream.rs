@@ -8,7 +8,7 @@ use crate::support::{MockUpstream, TestGateway, assemble, config_with, openai_ev
 async fn gateway(mock: &MockUpstream) -> TestGateway {
     let root = mock.url.trim_end_matches("/v1");
     let sources = format!(
-        "sources:\n  - name: local\n    base_url: {root}\n    adapter: ollama\n    models: [{{name: llama-text}}, {{name: llama-tools}}, {{name: llama-cut}}, {{name: llama-missing}}]\n"
+        "sources:\n  - name: local\n    base_url: {root}\n    adapter: ollama\n    models: [{{name: llama-text}}, {{name: llama-tools}}, {{name: llama-cut}}, {{name: llama-missing}}, {{name: llama-think}}]\n"
     );
     TestGateway::start(&config_with(&sources)).await
 }
@@ -88,4 +88,21 @@ async fn errors_and_cut_streams_are_reported() {
     assert!(!done);
     assert_eq!(chunks.last().unwrap()["error"]["code"], "stream_truncated");
     assert_eq!(assemble(&chunks[..chunks.len() - 1]).content, "The sky");
+}
+
+#[tokio::test]
+async fn thinking_streams_as_reasoning_content_and_the_switch_reaches_ollama() {
+    let mock = MockUpstream::start().await;
+    let gw = gateway(&mock).await;
+    let mut request = ask("llama-think", true);
+    request["reasoning_effort"] = json!("medium");
+    let (chunks, done) = openai_events(&gw.chat(request.clone()).await.text().await.unwrap());
+    assert!(done);
+    let all = assemble(&chunks);
+    assert_eq!(all.reasoning, "The user asks for 2+2. That is 4.");
+    assert_eq!(all.content, "4");
+    assert_eq!(mock.state.requests().pop().unwrap().body["think"], true);
+    request["disable_thinking"] = json!(true);
+    gw.chat(request).await.text().await.unwrap();
+    assert_eq!(mock.state.requests().pop().unwrap().body["think"], false);
 }

@@ -101,5 +101,5 @@ async fn a_stream_cut_midway_ends_in_an_error_not_a_clean_finish() {
     assert_eq!(events[..3].concat(), sse_events()[..3].concat());
     let error = error_event(events[3]);
     assert_eq!(error["error"]["code"], "stream_truncated");
-    assert!(!body.contains("[DONE]"));
+    assert!(!body.contains("data: [DONE]"));
 }

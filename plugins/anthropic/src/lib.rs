@@ -98,11 +98,7 @@ impl GuestSession for Session {
     }
 
     fn finish_stream(&self) -> Result<StreamOutput, AdapterError> {
-        if self.stream.borrow().done {
-            Ok(StreamOutput { chunks: vec![], done: true })
-        } else {
-            Err(adapter_error(ErrorKind::Truncated, "upstream stream ended before message_stop"))
-        }
+        adapter_kit::stream_end(self.stream.borrow().done, "message_stop")
     }
 }
 

@@ -45,6 +45,16 @@ pub fn parse_body(body: &[u8]) -> Result<serde_json::Value, AdapterError> {
         .map_err(|e| errors::adapter_error(ErrorKind::InvalidResponse, &format!("upstream body is not JSON: {e}")))
 }
 
+/// The verdict at the end of an upstream body: complete if the upstream signalled its end,
+/// else `truncated`, naming the signal that never came.
+pub fn stream_end(signalled: bool, missing: &str) -> Result<StreamOutput, AdapterError> {
+    if signalled {
+        Ok(StreamOutput { chunks: vec![], done: true })
+    } else {
+        Err(errors::adapter_error(ErrorKind::Truncated, &format!("upstream stream ended before {missing}")))
+    }
+}
+
 /// A source setting by key, as written under the source's `settings:`.
 pub fn setting<'a>(ctx: &'a SourceContext, key: &str) -> Option<&'a str> {
     ctx.settings.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())

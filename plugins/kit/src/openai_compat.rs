@@ -135,10 +135,6 @@ impl<D: Dialect> GuestSession for Session<D> {
 
     fn finish_stream(&self) -> Result<StreamOutput, AdapterError> {
         // Some compatible servers close after the finish_reason without `[DONE]`: still complete.
-        if self.done.get() || self.finished.get() {
-            Ok(StreamOutput { chunks: vec![], done: true })
-        } else {
-            Err(adapter_error(ErrorKind::Truncated, "upstream stream ended before it signalled completion"))
-        }
+        crate::stream_end(self.done.get() || self.finished.get(), "[DONE] or a finish_reason")
     }
 }

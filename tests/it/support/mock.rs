@@ -22,6 +22,7 @@ pub const ERROR_401: &str = include_str!("../../fixtures/openai/error_401.json")
 pub const TOOLS_SSE: &str = include_str!("../../fixtures/openai/tools.sse");
 pub const OLLAMA_CHAT: &str = include_str!("../../fixtures/ollama/chat.json");
 pub const OLLAMA_NDJSON: &str = include_str!("../../fixtures/ollama/chat.ndjson");
+pub const OLLAMA_THINKING_NDJSON: &str = include_str!("../../fixtures/ollama/thinking.ndjson");
 pub const OLLAMA_TOOLS_NDJSON: &str = include_str!("../../fixtures/ollama/tools.ndjson");
 pub const DEEPSEEK_JSON: &str = include_str!("../../fixtures/deepseek/chat.json");
 pub const DEEPSEEK_SSE: &str = include_str!("../../fixtures/deepseek/chat.sse");
@@ -172,6 +173,7 @@ async fn ollama(State(state): State<Arc<MockState>>, headers: HeaderMap, body: B
         }
         (_, false) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], OLLAMA_CHAT).into_response(),
         ("llama-tools", true) => ndjson(lines(OLLAMA_TOOLS_NDJSON)),
+        ("llama-think", true) => ndjson(lines(OLLAMA_THINKING_NDJSON)),
         ("llama-cut", true) => ndjson(lines(OLLAMA_NDJSON).into_iter().take(2).collect()),
         _ => ndjson(lines(OLLAMA_NDJSON)),
     }
