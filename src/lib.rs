@@ -1,10 +1,11 @@
 //! Switchyard: an LLM API gateway whose protocol adapters are sandboxed WebAssembly components.
-//! server → router → provider (adapter session in the plugin host → upstream); state in SQLite.
+//! server → router → scheduler → provider (adapter session in the plugin host → upstream); state in SQLite.
 
 pub mod config;
 pub mod plugin;
 pub mod provider;
 pub mod router;
+pub mod scheduler;
 pub mod server;
 pub mod startup;
 pub mod state;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::config::{self, Config, ConfigError};
 use crate::plugin::{BUILTIN_ADAPTERS, LoadReport, PluginHost};
+use crate::scheduler::{Clock, Scheduler, SystemClock};
 use crate::server::Gateway;
 
 /// Reads and validates the config file, knowing the built-in adapter names.
@@ -16,9 +17,14 @@ pub fn load_config(file: &Path) -> Result<Config, ConfigError> {
 
 /// Prepares `data_dir`, opens the state database and loads every adapter.
 pub async fn build(config: Config) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
+    build_with_clock(config, Arc::new(SystemClock)).await
+}
+
+/// `build` with the scheduler's clock injected (tests move time by hand).
+pub async fn build_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| anyhow::anyhow!("cannot create data_dir {}: {e}", config.data_dir.display()))?;
-    crate::state::open(&config.state_db())?;
+    let store = crate::state::StateStore::start(&config.state_db())?;
     let (plugins, report) =
         PluginHost::load(config.sandbox.limits(), Some(config.component_cache_dir()), Some(&config.adapter_dir))
             .await?;
@@ -31,5 +37,6 @@ pub async fn build(config: Config) -> anyhow::Result<(Arc<Gateway>, LoadReport)>
             );
         }
     }
-    Ok((Arc::new(Gateway::new(config, plugins)?), report))
+    let scheduler = Scheduler::new(config.cooldown.clone(), clock, Some(store));
+    Ok((Arc::new(Gateway::new(config, plugins, scheduler)?), report))
 }

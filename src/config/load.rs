@@ -12,9 +12,20 @@ use super::env::expand;
 use super::error::{ConfigError, FieldError};
 use super::locate::LineIndex;
 use super::{Config, KeyConfig, SandboxConfig, Secret, SourceConfig};
+use crate::scheduler::CooldownPolicy;
 
-const TOP_LEVEL: &[&str] =
-    &["listen", "admin_token", "data_dir", "adapter_dir", "cache_dir", "body_limit_mb", "sandbox", "keys", "sources"];
+const TOP_LEVEL: &[&str] = &[
+    "listen",
+    "admin_token",
+    "data_dir",
+    "adapter_dir",
+    "cache_dir",
+    "body_limit_mb",
+    "sandbox",
+    "cooldown",
+    "keys",
+    "sources",
+];
 
 /// Loads `file`, expanding `${VAR}` from the process environment. `adapters` are the
 /// adapter names that exist besides the `*.wasm` files in `adapter_dir`.
@@ -112,6 +123,7 @@ impl Collector<'_> {
             self.error("body_limit_mb", "must be at least 1", "write a size in MiB, e.g. 32");
         }
         let sandbox: SandboxConfig = self.field(&top, "sandbox").unwrap_or_default();
+        let cooldown: CooldownPolicy = self.field(&top, "cooldown").unwrap_or_default();
         let keys: Vec<KeyConfig> = self.list(&top, "keys");
         let sources: Vec<SourceConfig> = self.list(&top, "sources");
 
@@ -129,6 +141,7 @@ impl Collector<'_> {
             cache_dir,
             body_limit_bytes: (body_limit_mb as usize) << 20,
             sandbox,
+            cooldown,
             keys,
             sources,
         })

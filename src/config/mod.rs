@@ -19,6 +19,7 @@ pub use load::{load, load_str};
 pub use names::{AdapterName, KeyName, Secret, SourceName, mask};
 
 use crate::plugin::SandboxLimits;
+use crate::scheduler::CooldownPolicy;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -31,6 +32,7 @@ pub struct Config {
     /// Largest client request body.
     pub body_limit_bytes: usize,
     pub sandbox: SandboxConfig,
+    pub cooldown: CooldownPolicy,
     pub keys: Vec<KeyConfig>,
     pub sources: Vec<SourceConfig>,
 }

@@ -1,5 +1,5 @@
 //! Model resolution: what a client's `model` string names. `source/model` or `source:model`
-//! first (when the prefix is a source that serves it), then an exact model name.
+//! first (when the prefix is a source that serves it), then every source with that exact model.
 
 use crate::config::{Config, ModelConfig, SourceConfig};
 
@@ -17,8 +17,9 @@ impl Resolved<'_> {
     }
 }
 
-/// Resolves `requested`; `None` means the gateway does not know it.
-pub fn resolve<'a>(config: &'a Config, requested: &str) -> Option<Resolved<'a>> {
+/// Every (source, model) `requested` names, in config order; empty when the gateway does not
+/// know it. A prefix names one source; a plain name may be served by several (failover).
+pub fn resolve<'a>(config: &'a Config, requested: &str) -> Vec<Resolved<'a>> {
     // Model names may contain `/` (`meta-llama/...`) or `:` (`llama3:8b`): a prefix only counts
     // when it names a source that serves the rest.
     for sep in ['/', ':'] {
@@ -26,10 +27,10 @@ pub fn resolve<'a>(config: &'a Config, requested: &str) -> Option<Resolved<'a>> 
             && let Some(source) = config.sources.iter().find(|s| s.name.as_str() == prefix)
             && let Some(model) = source.model(model)
         {
-            return Some(Resolved { source, model });
+            return vec![Resolved { source, model }];
         }
     }
-    config.sources.iter().find_map(|source| source.model(requested).map(|model| Resolved { source, model }))
+    config.sources.iter().filter_map(|source| source.model(requested).map(|model| Resolved { source, model })).collect()
 }
 
 #[cfg(test)]
@@ -52,7 +53,7 @@ sources:
     }
 
     fn pick(c: &Config, m: &str) -> Option<String> {
-        resolve(c, m).map(|r| r.qualified())
+        resolve(c, m).first().map(|r| r.qualified())
     }
 
     #[test]
@@ -64,9 +65,11 @@ sources:
     }
 
     #[test]
-    fn exact_names_take_the_first_source_in_config_order() {
+    fn exact_names_list_every_source_in_config_order() {
         let c = config();
-        assert_eq!(pick(&c, "gpt-4o").as_deref(), Some("a/gpt-4o"));
+        let all: Vec<String> = resolve(&c, "gpt-4o").iter().map(|r| r.qualified()).collect();
+        assert_eq!(all, ["a/gpt-4o", "b/gpt-4o"]);
+        assert_eq!(resolve(&c, "b/gpt-4o").len(), 1, "a prefix pins the source");
     }
 
     #[test]

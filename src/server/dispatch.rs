@@ -1,5 +1,5 @@
-//! The path every front door shares once it has a unified request: resolve the model, check
-//! the key's scope and the model's kind, and make the attempt through the source's adapter.
+//! The path every front door shares once it has a unified request: resolve the model to its
+//! candidates, check scope and kind, and try them in the scheduler's order until one serves.
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
@@ -10,8 +10,9 @@ use super::auth::KeyEntry;
 use super::error::ApiError;
 use crate::config::ModelKind;
 use crate::plugin::Operation;
-use crate::provider::{ChunkStream, Target};
-use crate::router;
+use crate::provider::{AttemptError, ChunkStream, Target};
+use crate::router::{self, Resolved};
+use crate::scheduler::{self, Skipped, SlotKey, UnixMs};
 
 /// What the upstream gave back, still in the unified form.
 pub enum Answer {
@@ -31,58 +32,101 @@ pub struct Call<'a> {
 
 pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: Call<'_>) -> Result<Answer, ApiError> {
     let resolved = router::resolve(&gw.config, call.model);
-    let allowed = match &resolved {
-        Some(r) => key.scope.allows(&[call.model, &r.qualified(), &r.model.name]),
-        None => key.scope.allows(&[call.model]),
-    };
-    if !allowed {
+    if resolved.is_empty() {
+        if !key.scope.allows(&[call.model]) {
+            return Err(not_allowed(call.model));
+        }
         return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "model_not_allowed",
-            format!("model \"{}\" is not allowed for this key", call.model),
-        ));
-    }
-    let resolved = resolved.ok_or_else(|| {
-        ApiError::new(
             StatusCode::NOT_FOUND,
             "invalid_request_error",
             format!("model \"{}\" does not exist; GET /v1/models lists the models this key may use", call.model),
         )
         .code("model_not_found")
-        .param("model")
-    })?;
+        .param("model"));
+    }
+    let allowed: Vec<Resolved> =
+        resolved.into_iter().filter(|r| key.scope.allows(&[call.model, &r.qualified(), &r.model.name])).collect();
+    if allowed.is_empty() {
+        return Err(not_allowed(call.model));
+    }
     let operation = match call.kind {
         ModelKind::Chat => Operation::Chat,
         ModelKind::Embedding => Operation::Embedding,
         ModelKind::Image => return Err(ApiError::invalid_request("image generation is not available yet")),
     };
-    if resolved.model.kind != call.kind {
+    if allowed.iter().all(|r| r.model.kind != call.kind) {
         let wanted = format!("{:?}", call.kind).to_lowercase();
         return Err(ApiError::invalid_request(format!("model \"{}\" is not a {wanted} model", call.model))
             .param("model")
             .code("wrong_model_kind"));
     }
-    let adapter = gw.plugins.adapter(&resolved.source.adapter).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::BAD_GATEWAY,
-            "adapter_error",
-            format!("adapter `{}` is not loaded", resolved.source.adapter),
-        )
-    })?;
-    let target = Target { source: resolved.source, model: resolved.model, adapter, operation };
-    let source = &resolved.source.name;
-    tracing::debug!(%source, upstream = resolved.model.upstream_name(), stream = call.stream, "dispatching");
+    let candidates: Vec<Resolved> = allowed.into_iter().filter(|r| r.model.kind == call.kind).collect();
+    let (ordered, skipped) = gw.scheduler.order(candidates);
 
-    let started = std::time::Instant::now();
-    if call.stream {
-        let chunks = gw.provider.stream(&target, call.unified).await.map_err(|e| ApiError::from(&e))?;
-        tracing::info!(%source, first_byte_ms = started.elapsed().as_millis() as u64, "stream started");
-        Ok(Answer::Stream(chunks))
-    } else {
-        let body = gw.provider.complete(&target, call.unified).await.map_err(|e| ApiError::from(&e))?;
-        tracing::info!(%source, ms = started.elapsed().as_millis() as u64, "completed");
-        Ok(Answer::Complete(body))
+    let mut failed: Vec<(SlotKey, AttemptError)> = Vec::new();
+    let mut ordered = ordered.into_iter();
+    while let Some(candidate) = ordered.next() {
+        let slot = SlotKey::of(&candidate.resolved);
+        let Some(adapter) = gw.plugins.adapter(&candidate.resolved.source.adapter) else {
+            gw.scheduler.release_probe(&slot);
+            continue;
+        };
+        let target = Target { source: candidate.resolved.source, model: candidate.resolved.model, adapter, operation };
+        let source = &target.source.name;
+        tracing::debug!(%source, upstream = target.model.upstream_name(), probe = candidate.probe, "attempt");
+        let started = std::time::Instant::now();
+        let outcome = if call.stream {
+            gw.provider.stream(&target, call.unified).await.map(Answer::Stream)
+        } else {
+            gw.provider.complete(&target, call.unified).await.map(Answer::Complete)
+        };
+        let ms = started.elapsed().as_millis() as u64;
+        match outcome {
+            Ok(answer) => {
+                gw.scheduler.record(&slot, candidate.probe, None);
+                tracing::info!(%source, ms, probe = candidate.probe, after_failures = failed.len(), "answered");
+                return Ok(answer);
+            }
+            Err(e) => match scheduler::classify(&e) {
+                // The request itself is wrong: no other source would take it either.
+                None => {
+                    if candidate.probe {
+                        gw.scheduler.release_probe(&slot);
+                    }
+                    return Err(ApiError::from(&e));
+                }
+                Some(failure) => {
+                    tracing::warn!(%source, ms, "attempt failed, trying the next candidate: {e}");
+                    gw.scheduler.record(&slot, candidate.probe, Some(failure));
+                    failed.push((slot, e));
+                }
+            },
+        }
     }
+    Err(all_failed(call.model, failed, skipped, gw.scheduler.now()))
+}
+
+fn not_allowed(model: &str) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, "model_not_allowed", format!("model \"{model}\" is not allowed for this key"))
+}
+
+/// The answer when no candidate served: the upstream's own error when it was the only one
+/// tried and nothing else was waiting, otherwise 503 with what each candidate got.
+fn all_failed(model: &str, mut failed: Vec<(SlotKey, AttemptError)>, skipped: Vec<Skipped>, now: UnixMs) -> ApiError {
+    if failed.len() == 1 && skipped.is_empty() {
+        return ApiError::from(&failed.remove(0).1);
+    }
+    let mut parts: Vec<String> = failed.iter().map(|(slot, e)| format!("{slot}: {e}")).collect();
+    parts.extend(skipped.iter().map(|s| match s.until {
+        Some(until) => format!("{}: cooling down for another {} s", s.key, until.since(now).as_secs().max(1)),
+        None => format!("{}: cooling down until cleared", s.key),
+    }));
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "upstream_error",
+        format!("no source could serve model \"{model}\": {}", parts.join("; ")),
+    )
+    .code("all_candidates_failed")
 }
 
 /// How a front door names its request-id header and renders errors in its protocol.

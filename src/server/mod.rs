@@ -22,21 +22,23 @@ pub use error::ApiError;
 use crate::config::Config;
 use crate::plugin::PluginHost;
 use crate::provider::Provider;
+use crate::scheduler::Scheduler;
 
 /// Everything a request handler needs, shared read-only.
 pub struct Gateway {
     pub config: Config,
     pub plugins: PluginHost,
     pub provider: Provider,
+    pub scheduler: Scheduler,
     pub keys: KeyTable,
 }
 
 impl Gateway {
-    pub fn new(config: Config, plugins: PluginHost) -> anyhow::Result<Gateway> {
+    pub fn new(config: Config, plugins: PluginHost, scheduler: Scheduler) -> anyhow::Result<Gateway> {
         for adapter in plugins.adapters() {
             adapter.set_pool_capacity(config.adapter_concurrency(adapter.name()));
         }
-        Ok(Gateway { provider: Provider::new(&config)?, keys: KeyTable::new(&config.keys), config, plugins })
+        Ok(Gateway { provider: Provider::new(&config)?, keys: KeyTable::new(&config.keys), scheduler, config, plugins })
     }
 }
 
