@@ -64,8 +64,7 @@ pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: Call<'_>) -> Result<An
     let (ordered, skipped) = gw.scheduler.order(candidates);
 
     let mut failed: Vec<(SlotKey, AttemptError)> = Vec::new();
-    let mut ordered = ordered.into_iter();
-    while let Some(candidate) = ordered.next() {
+    for candidate in ordered {
         let slot = SlotKey::of(&candidate.resolved);
         let Some(adapter) = gw.plugins.adapter(&candidate.resolved.source.adapter) else {
             gw.scheduler.release_probe(&slot);

@@ -8,6 +8,7 @@ mod chat;
 mod config_check;
 mod deepseek_upstream;
 mod embeddings;
+mod failover;
 mod gemini_upstream;
 mod messages;
 mod ollama_upstream;

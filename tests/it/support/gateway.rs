@@ -14,7 +14,7 @@ pub struct TestGateway {
     pub url: String,
     pub gateway: Arc<Gateway>,
     pub report: LoadReport,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     _shutdown: oneshot::Sender<()>,
 }
 
@@ -43,19 +43,35 @@ impl TestGateway {
     }
 
     pub async fn start_in(dir: tempfile::TempDir, yaml: &str) -> TestGateway {
+        Self::start_with_clock(dir, yaml, Arc::new(switchyard::scheduler::SystemClock)).await
+    }
+
+    /// A gateway whose scheduler runs on `clock`.
+    pub async fn start_with_clock(
+        dir: tempfile::TempDir,
+        yaml: &str,
+        clock: Arc<dyn switchyard::scheduler::Clock>,
+    ) -> TestGateway {
         let text = yaml.replace("{data}", &dir.path().display().to_string());
         let file = dir.path().join("config.yaml");
         std::fs::write(&file, &text).unwrap();
         let config = switchyard::startup::load_config(&file).unwrap_or_else(|e| panic!("{e}"));
         let listen = config.listen;
-        let (gateway, report) = switchyard::startup::build(config).await.unwrap();
+        let (gateway, report) = switchyard::startup::build_with_clock(config, clock).await.unwrap();
         let (tx, rx) = oneshot::channel::<()>();
         let (addr, _handle) = switchyard::server::serve(gateway.clone(), listen, async {
             let _ = rx.await;
         })
         .await
         .unwrap();
-        TestGateway { url: format!("http://{addr}"), gateway, report, _dir: dir, _shutdown: tx }
+        TestGateway { url: format!("http://{addr}"), gateway, report, dir, _shutdown: tx }
+    }
+
+    /// Stops this gateway and starts a new one on the same data_dir (state, cache, adapters).
+    pub async fn restart(self, yaml: &str, clock: Arc<dyn switchyard::scheduler::Clock>) -> TestGateway {
+        let TestGateway { dir, _shutdown, .. } = self;
+        drop(_shutdown);
+        Self::start_with_clock(dir, yaml, clock).await
     }
 
     pub fn post(&self, path: &str) -> reqwest::RequestBuilder {

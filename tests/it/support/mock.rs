@@ -54,6 +54,8 @@ pub struct MockState {
     /// Signalled when a streaming response body is dropped (the gateway hung up).
     pub hung_up: Notify,
     pub hung_up_flag: AtomicBool,
+    /// While set, the `flaky` model answers 500.
+    pub flaky_fails: AtomicBool,
 }
 
 impl Default for MockState {
@@ -63,6 +65,7 @@ impl Default for MockState {
             gate: Semaphore::new(0),
             hung_up: Notify::new(),
             hung_up_flag: AtomicBool::new(false),
+            flaky_fails: AtomicBool::new(false),
         }
     }
 }
@@ -218,6 +221,15 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
             (StatusCode::UNAUTHORIZED, [(header::CONTENT_TYPE, "application/json")], ERROR_401).into_response()
         }
         "error-500" => (StatusCode::INTERNAL_SERVER_ERROR, "upstream exploded").into_response(),
+        "flaky" if state.flaky_fails.load(Ordering::SeqCst) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, "flaky upstream is down").into_response()
+        }
+        "error-400" => (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            r#"{"error":{"message":"Invalid 'messages': empty.","type":"invalid_request_error","param":"messages","code":null}}"#,
+        )
+            .into_response(),
         "not-json" => {
             (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], "<html>oops</html>").into_response()
         }
