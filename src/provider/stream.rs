@@ -29,6 +29,19 @@ struct State {
 }
 
 impl ChunkStream {
+    /// Waits for the first chunk. An error before any chunk is the attempt's error (the caller
+    /// may still fail over: nothing has reached the client); otherwise the stream is returned
+    /// with that chunk put back in front.
+    pub async fn first_chunk(mut self) -> Result<ChunkStream, AttemptError> {
+        match self.inner.next().await {
+            Some(Err(e)) => Err(e),
+            Some(Ok(chunk)) => {
+                Ok(ChunkStream { inner: futures::stream::once(async { Ok(chunk) }).chain(self.inner).boxed() })
+            }
+            None => Ok(ChunkStream { inner: futures::stream::empty().boxed() }),
+        }
+    }
+
     pub(super) fn new(session: AdapterSession, events: EventStream, target: &Target<'_>) -> ChunkStream {
         let state = State {
             session,

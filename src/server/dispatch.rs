@@ -75,7 +75,11 @@ pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: Call<'_>) -> Result<An
         tracing::debug!(%source, upstream = target.model.upstream_name(), probe = candidate.probe, "attempt");
         let started = std::time::Instant::now();
         let outcome = if call.stream {
-            gw.provider.stream(&target, call.unified).await.map(Answer::Stream)
+            // Fail over until the first chunk is in hand: before it, the client has seen nothing.
+            match gw.provider.stream(&target, call.unified).await {
+                Ok(chunks) => chunks.first_chunk().await.map(Answer::Stream),
+                Err(e) => Err(e),
+            }
         } else {
             gw.provider.complete(&target, call.unified).await.map(Answer::Complete)
         };

@@ -134,3 +134,18 @@ async fn cooldowns_survive_a_restart() {
     assert_eq!(gw.chat(chat_body("shared", false)).await.status(), 200);
     assert_eq!(upstreams_seen(&mock), ["fixture"], "the restarted gateway still rests a");
 }
+
+#[tokio::test]
+async fn streams_fail_over_until_the_first_chunk_and_never_after() {
+    let mock = MockUpstream::start().await;
+    let yaml = config_with(&format!(
+        "sources:\n  - name: a\n    base_url: {url}\n    idle_timeout_seconds: 0.3\n    models: [{{name: shared, upstream: stall}}]\n  - name: b\n    base_url: {url}\n    models: [{{name: shared, upstream: fixture}}]\n",
+        url = mock.url
+    ));
+    let gw = TestGateway::start(&yaml).await;
+    let response = gw.chat(chat_body("shared", true)).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), crate::support::mock::CHAT_SSE, "b's stream, whole");
+    assert_eq!(upstreams_seen(&mock), ["stall", "fixture"]);
+    assert_eq!(gw.gateway.scheduler.health()[0].0, slot("a"), "the stalled source cools");
+}
