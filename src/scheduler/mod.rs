@@ -144,6 +144,23 @@ impl Scheduler {
         all
     }
 
+    /// Clears cooldowns (all, or those of one source and/or model); returns how many.
+    pub fn clear(&self, source: Option<&str>, model: Option<&str>) -> usize {
+        let mut slots = self.slots.lock().expect("scheduler lock");
+        let cleared: Vec<SlotKey> = slots
+            .keys()
+            .filter(|k| source.is_none_or(|s| k.source.as_str() == s) && model.is_none_or(|m| k.model == m))
+            .cloned()
+            .collect();
+        for key in &cleared {
+            slots.remove(key);
+            if let Some(store) = &self.store {
+                store.save_cooldown(key, None);
+            }
+        }
+        cleared.len()
+    }
+
     /// Waits until every health change so far is on disk.
     pub fn flush(&self) {
         if let Some(store) = &self.store {

@@ -1,5 +1,6 @@
 //! The HTTP front door: shared gateway state, the axum router, and serving it.
 
+mod admin;
 mod auth;
 mod chat;
 mod dispatch;
@@ -49,6 +50,8 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/embeddings", post(embeddings::embeddings))
         .route("/v1/models", get(models::list_models))
         .route("/health", get(models::health))
+        .route("/admin/api/health", get(admin::health))
+        .route("/admin/api/cooldowns/clear", post(admin::clear_cooldowns))
         .fallback(not_found)
         .with_state(gateway)
 }

@@ -149,3 +149,60 @@ async fn streams_fail_over_until_the_first_chunk_and_never_after() {
     assert_eq!(upstreams_seen(&mock), ["stall", "fixture"]);
     assert_eq!(gw.gateway.scheduler.health()[0].0, slot("a"), "the stalled source cools");
 }
+
+#[tokio::test]
+async fn operators_see_slot_health_and_clear_cooldowns_with_the_admin_token() {
+    let mock = MockUpstream::start().await;
+    mock.state.flaky_fails.store(true, Ordering::SeqCst);
+    let clock = Arc::new(ManualClock::at(T0));
+    let yaml =
+        two_sources(&mock, "flaky", "fixture").replace("sources:", "admin_token: adm-secret-token-0001\nsources:");
+    let gw = TestGateway::start_with_clock(tempfile::tempdir().unwrap(), &yaml, clock.clone()).await;
+    gw.chat(chat_body("shared", false)).await;
+    upstreams_seen(&mock);
+
+    let client = reqwest::Client::new();
+    let url = |path: &str| format!("{}/admin/api/{path}", gw.url);
+    assert_eq!(client.get(url("health")).send().await.unwrap().status(), 401);
+    assert_eq!(
+        client.get(url("health")).bearer_auth(crate::support::KEY).send().await.unwrap().status(),
+        401,
+        "a gateway key is not the admin token"
+    );
+    let health = |c: reqwest::RequestBuilder| async move { c.send().await.unwrap().json::<Value>().await.unwrap() };
+    let body = health(client.get(url("health")).header("x-admin-token", "adm-secret-token-0001")).await;
+    assert_eq!(body["slots"][0]["source"], "a");
+    assert_eq!(body["slots"][0]["state"], "cooling");
+    assert_eq!(body["slots"][0]["recovers_at_ms"], T0 + 5_000);
+    assert_eq!(body["slots"][0]["probe_from_ms"], T0 + 2_500);
+    clock.advance(Duration::from_secs(3));
+    let body = health(client.get(url("health")).bearer_auth("adm-secret-token-0001")).await;
+    assert_eq!(body["slots"][0]["state"], "awaiting probe");
+    assert!(!body.to_string().contains("sk-upstream"), "no secrets in admin answers");
+
+    mock.state.flaky_fails.store(false, Ordering::SeqCst);
+    let cleared = health(
+        client
+            .post(url("cooldowns/clear"))
+            .bearer_auth("adm-secret-token-0001")
+            .json(&serde_json::json!({"source": "a"})),
+    )
+    .await;
+    assert_eq!(cleared["cleared"], 1);
+    assert!(gw.gateway.scheduler.health().is_empty());
+    assert_eq!(gw.chat(chat_body("shared", false)).await.status(), 200);
+    assert_eq!(upstreams_seen(&mock), ["flaky"], "a is first again");
+}
+
+#[tokio::test]
+async fn the_admin_api_is_off_without_a_token() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&two_sources(&mock, "flaky", "fixture")).await;
+    let response = reqwest::Client::new()
+        .get(format!("{}/admin/api/health", gw.url))
+        .header("x-admin-token", "anything")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+}
