@@ -329,6 +329,13 @@ impl Collector<'_> {
                     "write the connect timeout in seconds, e.g. 10",
                 );
             }
+            if !(s.queue_timeout_seconds.is_finite() && s.queue_timeout_seconds >= 0.0) {
+                self.error(
+                    &at("queue_timeout_seconds"),
+                    "must be zero or a positive number",
+                    "write the longest wait for a free place under max_concurrent in seconds, e.g. 10",
+                );
+            }
             if !(s.idle_timeout_seconds.is_finite() && s.idle_timeout_seconds > 0.0) {
                 self.error(
                     &at("idle_timeout_seconds"),

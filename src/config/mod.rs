@@ -107,6 +107,9 @@ pub struct SourceConfig {
     pub adapter: AdapterName,
     #[serde(default = "default_max_concurrent")]
     pub max_concurrent: u32,
+    /// Longest wait for a place under `max_concurrent` before the next candidate is tried.
+    #[serde(default = "default_queue_timeout_seconds")]
+    pub queue_timeout_seconds: f64,
     /// Whole request (non-streaming), and time to the response head (streaming).
     #[serde(default = "default_timeout_seconds")]
     pub timeout_seconds: u64,
@@ -128,6 +131,10 @@ impl SourceConfig {
 
     pub fn connect_timeout(&self) -> Duration {
         Duration::from_secs(self.connect_timeout_seconds)
+    }
+
+    pub fn queue_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.queue_timeout_seconds)
     }
 
     pub fn idle_timeout(&self) -> Duration {
@@ -171,6 +178,9 @@ fn default_adapter() -> AdapterName {
 }
 fn default_max_concurrent() -> u32 {
     10
+}
+fn default_queue_timeout_seconds() -> f64 {
+    10.0
 }
 fn default_timeout_seconds() -> u64 {
     120

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use error::{AttemptError, TimeoutPhase};
 pub use stream::ChunkStream;
@@ -41,15 +42,22 @@ impl Target<'_> {
     }
 }
 
-/// HTTP clients, one per source (each has its own connect timeout and connection pool).
+/// Per source: an HTTP client (own connect timeout and connection pool) and the
+/// `max_concurrent` limit, a FIFO semaphore.
 pub struct Provider {
     clients: HashMap<SourceName, reqwest::Client>,
+    limits: HashMap<SourceName, Arc<Semaphore>>,
 }
+
+/// A place in a source's `max_concurrent`; held until the answer (or stream) is done.
+pub type SourcePermit = OwnedSemaphorePermit;
 
 impl Provider {
     pub fn new(config: &Config) -> anyhow::Result<Provider> {
         let mut clients = HashMap::new();
+        let mut limits = HashMap::new();
         for source in &config.sources {
+            limits.insert(source.name.clone(), Arc::new(Semaphore::new(source.max_concurrent as usize)));
             let client = reqwest::Client::builder()
                 .connect_timeout(source.connect_timeout())
                 .pool_idle_timeout(Duration::from_secs(90))
@@ -57,7 +65,14 @@ impl Provider {
                 .build()?;
             clients.insert(source.name.clone(), client);
         }
-        Ok(Provider { clients })
+        Ok(Provider { clients, limits })
+    }
+
+    /// Waits (first come, first served) up to the source's `queue_timeout_seconds` for a place
+    /// under its `max_concurrent`; `None` when it stays full.
+    pub async fn admit(&self, source: &SourceConfig) -> Option<SourcePermit> {
+        let limit = self.limits.get(&source.name).expect("a limit exists for every configured source").clone();
+        tokio::time::timeout(source.queue_timeout(), limit.acquire_owned()).await.ok()?.ok()
     }
 
     /// A non-streaming request: the unified response JSON.

@@ -16,6 +16,9 @@ use crate::plugin::{AdapterSession, StreamOutput};
 
 /// Unified chunks (`chat.completion.chunk` JSON); an `Err` item is final.
 pub struct ChunkStream {
+    /// The source's concurrency place; declared first so it is released before the upstream
+    /// connection closes.
+    permit: Option<super::SourcePermit>,
     inner: BoxStream<'static, Result<String, AttemptError>>,
 }
 
@@ -35,11 +38,18 @@ impl ChunkStream {
     pub async fn first_chunk(mut self) -> Result<ChunkStream, AttemptError> {
         match self.inner.next().await {
             Some(Err(e)) => Err(e),
-            Some(Ok(chunk)) => {
-                Ok(ChunkStream { inner: futures::stream::once(async { Ok(chunk) }).chain(self.inner).boxed() })
-            }
-            None => Ok(ChunkStream { inner: futures::stream::empty().boxed() }),
+            Some(Ok(chunk)) => Ok(ChunkStream {
+                inner: futures::stream::once(async { Ok(chunk) }).chain(self.inner).boxed(),
+                permit: self.permit,
+            }),
+            None => Ok(ChunkStream { inner: futures::stream::empty().boxed(), permit: self.permit }),
         }
+    }
+
+    /// Keeps the source's concurrency place for as long as the stream lives.
+    pub fn holding(mut self, permit: super::SourcePermit) -> ChunkStream {
+        self.permit = Some(permit);
+        self
     }
 
     pub(super) fn new(session: AdapterSession, events: EventStream, target: &Target<'_>) -> ChunkStream {
@@ -51,7 +61,7 @@ impl ChunkStream {
             pending: VecDeque::new(),
             finished: false,
         };
-        ChunkStream { inner: futures::stream::unfold(state, next).boxed() }
+        ChunkStream { inner: futures::stream::unfold(state, next).boxed(), permit: None }
     }
 }
 

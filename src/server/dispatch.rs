@@ -64,10 +64,19 @@ pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: Call<'_>) -> Result<An
     let (ordered, skipped) = gw.scheduler.order(candidates);
 
     let mut failed: Vec<(SlotKey, AttemptError)> = Vec::new();
+    let mut busy: Vec<(SlotKey, u32)> = Vec::new();
     for candidate in ordered {
         let slot = SlotKey::of(&candidate.resolved);
         let Some(adapter) = gw.plugins.adapter(&candidate.resolved.source.adapter) else {
             gw.scheduler.release_probe(&slot);
+            continue;
+        };
+        let Some(permit) = gw.provider.admit(candidate.resolved.source).await else {
+            // Full for longer than its queue timeout: not a failure, just not available now.
+            if candidate.probe {
+                gw.scheduler.release_probe(&slot);
+            }
+            busy.push((slot, candidate.resolved.source.max_concurrent));
             continue;
         };
         let target = Target { source: candidate.resolved.source, model: candidate.resolved.model, adapter, operation };
@@ -77,7 +86,7 @@ pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: Call<'_>) -> Result<An
         let outcome = if call.stream {
             // Fail over until the first chunk is in hand: before it, the client has seen nothing.
             match gw.provider.stream(&target, call.unified).await {
-                Ok(chunks) => chunks.first_chunk().await.map(Answer::Stream),
+                Ok(chunks) => chunks.first_chunk().await.map(|c| Answer::Stream(c.holding(permit))),
                 Err(e) => Err(e),
             }
         } else {
@@ -106,7 +115,7 @@ pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: Call<'_>) -> Result<An
             },
         }
     }
-    Err(all_failed(call.model, failed, skipped, gw.scheduler.now()))
+    Err(all_failed(call.model, failed, busy, skipped, gw.scheduler.now()))
 }
 
 fn not_allowed(model: &str) -> ApiError {
@@ -115,11 +124,18 @@ fn not_allowed(model: &str) -> ApiError {
 
 /// The answer when no candidate served: the upstream's own error when it was the only one
 /// tried and nothing else was waiting, otherwise 503 with what each candidate got.
-fn all_failed(model: &str, mut failed: Vec<(SlotKey, AttemptError)>, skipped: Vec<Skipped>, now: UnixMs) -> ApiError {
-    if failed.len() == 1 && skipped.is_empty() {
+fn all_failed(
+    model: &str,
+    mut failed: Vec<(SlotKey, AttemptError)>,
+    busy: Vec<(SlotKey, u32)>,
+    skipped: Vec<Skipped>,
+    now: UnixMs,
+) -> ApiError {
+    if failed.len() == 1 && busy.is_empty() && skipped.is_empty() {
         return ApiError::from(&failed.remove(0).1);
     }
     let mut parts: Vec<String> = failed.iter().map(|(slot, e)| format!("{slot}: {e}")).collect();
+    parts.extend(busy.iter().map(|(slot, max)| format!("{slot}: busy (all {max} of max_concurrent in use)")));
     parts.extend(skipped.iter().map(|s| match s.until {
         Some(until) => format!("{}: cooling down for another {} s", s.key, until.since(now).as_secs().max(1)),
         None => format!("{}: cooling down until cleared", s.key),

@@ -206,3 +206,33 @@ async fn the_admin_api_is_off_without_a_token() {
         .unwrap();
     assert_eq!(response.status(), 404);
 }
+
+#[tokio::test]
+async fn a_source_at_max_concurrent_queues_briefly_then_hands_over_to_the_next() {
+    let mock = MockUpstream::start().await;
+    let yaml = config_with(&format!(
+        "sources:\n  - name: a\n    base_url: {url}\n    max_concurrent: 1\n    queue_timeout_seconds: 0.2\n    models: [{{name: held}}, {{name: shared, upstream: from-a}}]\n  - name: b\n    base_url: {url}\n    models: [{{name: shared, upstream: from-b}}]\n",
+        url = mock.url
+    ));
+    let gw = TestGateway::start(&yaml).await;
+    // A stream on `a` holds its only place while the upstream waits at the gate.
+    let yaml_gated =
+        gw.chat(serde_json::json!({"model": "a/held", "stream": true, "messages": [{"role": "user", "content": "x"}]}));
+    let held = yaml_gated.await;
+    assert_eq!(held.status(), 200);
+    assert_eq!(upstreams_seen(&mock), ["held"]);
+
+    assert_eq!(gw.chat(chat_body("shared", false)).await.status(), 200);
+    assert_eq!(upstreams_seen(&mock), ["from-b"], "a was full: b served, and a did not cool");
+    assert!(gw.gateway.scheduler.health().is_empty());
+
+    let response = gw.chat(chat_body("a/shared", false)).await;
+    assert_eq!(response.status(), 503);
+    let message = response.json::<Value>().await.unwrap()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("a/shared: busy (all 1 of max_concurrent in use)"), "{message}");
+
+    drop(held);
+    mock.state.hung_up.notified().await;
+    assert_eq!(gw.chat(chat_body("a/shared", false)).await.status(), 200, "the place came back with the stream");
+    assert_eq!(upstreams_seen(&mock), ["from-a"]);
+}

@@ -238,7 +238,7 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
         }
         "deepseek-fixture" => replay(DEEPSEEK_SSE),
         _ if !streaming => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], CHAT_JSON).into_response(),
-        "gated" => sse_body(gated(state, sse_events())),
+        "gated" | "held" => sse_body(gated(state, sse_events())),
         // Answers 200, then never sends an event.
         "stall" => sse_body(futures::stream::pending()),
         "tools" => replay(TOOLS_SSE),
