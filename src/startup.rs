@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::config::{self, Config, ConfigError};
 use crate::plugin::{BUILTIN_ADAPTERS, LoadReport, PluginHost};
-use crate::scheduler::{Clock, Scheduler, SystemClock};
+use crate::scheduler::{Clock, Policy, Scheduler, SystemClock};
 use crate::server::Gateway;
 
 /// Reads and validates the config file, knowing the built-in adapter names.
@@ -37,6 +37,6 @@ pub async fn build_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             );
         }
     }
-    let scheduler = Scheduler::new(config.cooldown.clone(), clock, Some(store));
+    let scheduler = Scheduler::new(Policy::of(&config), clock, Some(store));
     Ok((Arc::new(Gateway::new(config, plugins, scheduler)?), report))
 }

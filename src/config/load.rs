@@ -11,8 +11,9 @@ use serde_yaml::{Mapping, Value};
 use super::env::expand;
 use super::error::{ConfigError, FieldError};
 use super::locate::LineIndex;
-use super::{Config, KeyConfig, SandboxConfig, Secret, SourceConfig};
-use crate::scheduler::CooldownPolicy;
+use super::runtime::{AutoChains, ChainSlot, SlotConfig};
+use super::{ChannelSelection, Config, KeyConfig, ModelKind, SandboxConfig, Secret, SourceConfig, SourceName};
+use crate::scheduler::{AffinityPolicy, CooldownPolicy, Period, Quota, ScoringPolicy};
 
 const TOP_LEVEL: &[&str] = &[
     "listen",
@@ -23,6 +24,12 @@ const TOP_LEVEL: &[&str] = &[
     "body_limit_mb",
     "sandbox",
     "cooldown",
+    "default_model",
+    "runtime_file",
+    "channel_selection",
+    "priority_orders",
+    "scoring",
+    "affinity",
     "keys",
     "sources",
 ];
@@ -32,7 +39,53 @@ const TOP_LEVEL: &[&str] = &[
 pub fn load(file: &Path, adapters: &[&str]) -> Result<Config, ConfigError> {
     let text =
         std::fs::read_to_string(file).map_err(|source| ConfigError::Read { file: file.to_path_buf(), source })?;
-    load_str(&text, file, &|name| std::env::var(name).ok(), adapters)
+    let mut config = load_str(&text, file, &|name| std::env::var(name).ok(), adapters)?;
+    match std::fs::read_to_string(&config.runtime_file) {
+        Ok(text) => config.auto = load_runtime_str(&text, &config.runtime_file.clone(), &config)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => return Err(ConfigError::Read { file: config.runtime_file.clone(), source }),
+    }
+    Ok(config)
+}
+
+/// Reads the runtime file's AUTO chains, checking every slot against `config`'s sources.
+pub fn load_runtime_str(text: &str, file: &Path, config: &Config) -> Result<AutoChains, ConfigError> {
+    const KNOWN: &[&str] = &["auto", "auto_image"];
+    let env = |_: &str| None;
+    let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env: &env };
+    let top = match serde_yaml::from_str::<Value>(text) {
+        Ok(Value::Null) => Some(Mapping::new()),
+        Ok(Value::Mapping(top)) => Some(top),
+        Ok(_) => {
+            c.error("", "the runtime file must be a mapping (auto:, auto_image:)", "start from an empty file");
+            None
+        }
+        Err(e) => {
+            c.errors.push(FieldError {
+                path: String::new(),
+                line: e.location().map(|l| l.line()),
+                message: format!("not valid YAML: {e}"),
+                fix: "correct the YAML syntax on that line".into(),
+            });
+            None
+        }
+    };
+    let chains = top.map(|top| {
+        for key in top.keys().filter_map(Value::as_str).filter(|k| !KNOWN.contains(k)) {
+            c.error(key, format!("unknown setting `{key}`"), format!("known settings: {}", KNOWN.join(", ")));
+        }
+        let auto: Vec<SlotConfig> = c.list(&top, "auto");
+        let auto_image: Option<Vec<SlotConfig>> = top.contains_key("auto_image").then(|| c.list(&top, "auto_image"));
+        AutoChains {
+            chat: c.chain(&auto, "auto", config, ModelKind::Chat),
+            image: auto_image.map(|slots| c.chain(&slots, "auto_image", config, ModelKind::Image)),
+        }
+    });
+    c.errors.sort_by_key(|e| e.line.unwrap_or(0));
+    match chains {
+        Some(chains) if c.errors.is_empty() => Ok(chains),
+        _ => Err(ConfigError::Invalid { file: file.to_path_buf(), errors: c.errors }),
+    }
 }
 
 pub fn load_str(
@@ -124,6 +177,13 @@ impl Collector<'_> {
         }
         let sandbox: SandboxConfig = self.field(&top, "sandbox").unwrap_or_default();
         let cooldown: CooldownPolicy = self.field(&top, "cooldown").unwrap_or_default();
+        let default_model: Option<String> = self.field::<String>(&top, "default_model").filter(|m| !m.is_empty());
+        let runtime_file: PathBuf = self.field(&top, "runtime_file").unwrap_or_else(|| data_dir.join("runtime.yaml"));
+        let channel_selection: ChannelSelection = self.field(&top, "channel_selection").unwrap_or_default();
+        let priority_orders: std::collections::BTreeMap<String, Vec<SourceName>> =
+            self.field(&top, "priority_orders").unwrap_or_default();
+        let scoring: ScoringPolicy = self.field(&top, "scoring").unwrap_or_default();
+        let affinity: AffinityPolicy = self.field(&top, "affinity").unwrap_or_default();
         let keys: Vec<KeyConfig> = self.list(&top, "keys");
         let sources: Vec<SourceConfig> = self.list(&top, "sources");
 
@@ -132,6 +192,18 @@ impl Collector<'_> {
         let mut known: Vec<String> = adapters.iter().map(|s| s.to_string()).collect();
         known.extend(wasm_stems(&adapter_dir));
         self.check_sources(&sources, &known);
+        self.check_scoring(&scoring);
+        for (model, order) in &priority_orders {
+            for (i, name) in order.iter().enumerate() {
+                if !sources.iter().any(|s| &s.name == name) {
+                    self.error(
+                        &format!("priority_orders.{model}[{i}]"),
+                        format!("no source named `{name}`"),
+                        "list source names from `sources:`",
+                    );
+                }
+            }
+        }
 
         Some(Config {
             listen: listen?,
@@ -142,8 +214,15 @@ impl Collector<'_> {
             body_limit_bytes: (body_limit_mb as usize) << 20,
             sandbox,
             cooldown,
+            default_model,
+            runtime_file,
+            channel_selection,
+            priority_orders,
+            scoring,
+            affinity,
             keys,
             sources,
+            auto: AutoChains::default(),
         })
     }
 
@@ -203,7 +282,11 @@ impl Collector<'_> {
             Ok(v) => Some(v),
             Err(e) => {
                 let inner = e.path().to_string();
-                let full = if inner == "." || inner.is_empty() { path.to_string() } else { format!("{path}.{inner}") };
+                let full = match (inner.as_str(), path) {
+                    ("." | "", _) => path.to_string(),
+                    (_, "") => inner,
+                    _ => format!("{path}.{inner}"),
+                };
                 let message = e.into_inner().to_string();
                 let fix = fix_for(&message);
                 self.error(&full, message, fix);
@@ -241,6 +324,71 @@ impl Collector<'_> {
                 "write how many instances may exist at once, e.g. 1000",
             );
         }
+    }
+
+    fn check_scoring(&mut self, s: &ScoringPolicy) {
+        if !(s.ema_alpha > 0.0 && s.ema_alpha <= 1.0) {
+            self.error("scoring.ema_alpha", "must be in (0, 1]", "write the EMA weight of a new sample, e.g. 0.25");
+        }
+        if s.recent_window == 0 {
+            self.error(
+                "scoring.recent_window",
+                "must be at least 1",
+                "write the attempts a success rate covers, e.g. 50",
+            );
+        }
+        if !(0.0..=1.0).contains(&s.exploration_rate) {
+            self.error("scoring.exploration_rate", "must be between 0 and 1", "write a chance, e.g. 0.2");
+        }
+        if s.stale_full_decay_minutes < s.stale_minutes {
+            self.error(
+                "scoring.stale_full_decay_minutes",
+                "is before stale_minutes",
+                "make it at least stale_minutes, e.g. 15 and 30",
+            );
+        }
+    }
+
+    /// Validates one AUTO chain: each slot's source serves its model. Slots of the other kind
+    /// are dropped (a chat chain ignores image slots and vice versa).
+    fn chain(&mut self, slots: &[SlotConfig], field: &str, config: &Config, kind: ModelKind) -> Vec<ChainSlot> {
+        let mut out = Vec::new();
+        for (i, slot) in slots.iter().enumerate() {
+            let at = |f: &str| format!("{field}[{i}].{f}");
+            let serving: Vec<&SourceConfig> = config
+                .sources
+                .iter()
+                .filter(|s| slot.source.as_ref().is_none_or(|n| &s.name == n) && s.model(&slot.model).is_some())
+                .collect();
+            if let Some(name) = &slot.source
+                && !config.sources.iter().any(|s| &s.name == name)
+            {
+                self.error(&at("source"), format!("no source named `{name}`"), "use a source name from config.yaml");
+                continue;
+            }
+            if serving.is_empty() {
+                let message = match &slot.source {
+                    Some(source) => format!("source `{source}` does not serve model `{}`", slot.model),
+                    None => format!("no source serves model `{}`", slot.model),
+                };
+                self.error(&at("model"), message, "use a model listed under a source's `models:`");
+                continue;
+            }
+            let period = match Period::from_config(slot.period, slot.hours) {
+                Some(p) => p,
+                None => {
+                    self.error(&at("hours"), "period nhour needs hours", "add hours: N (e.g. hours: 5)");
+                    continue;
+                }
+            };
+            if serving.iter().all(|s| s.model(&slot.model).is_some_and(|m| m.kind != kind)) {
+                tracing::warn!("{field}[{i}]: model `{}` is not a {kind:?} model; the slot is ignored", slot.model);
+                continue;
+            }
+            let quota = slot.token_quota.filter(|t| *t > 0).map(|tokens| Quota { tokens, period });
+            out.push(ChainSlot { model: slot.model.clone(), source: slot.source.clone(), tier: slot.tier, quota });
+        }
+        out
     }
 
     fn check_keys(&mut self, keys: &[KeyConfig]) {
@@ -342,6 +490,25 @@ impl Collector<'_> {
                     "must be a positive number",
                     "write the longest silence between stream events in seconds, e.g. 60",
                 );
+            }
+            if let Some(t) = s.first_byte_timeout_seconds
+                && !(t.is_finite() && t > 0.0)
+            {
+                self.error(
+                    &at("first_byte_timeout_seconds"),
+                    "must be a positive number",
+                    "write the longest wait for the first byte in seconds, e.g. 60",
+                );
+            }
+            if !(s.stream_timeout_seconds.is_finite() && s.stream_timeout_seconds > 0.0) {
+                self.error(
+                    &at("stream_timeout_seconds"),
+                    "must be a positive number",
+                    "write the longest a stream may run in seconds, e.g. 1800",
+                );
+            }
+            if s.rpm == Some(0) {
+                self.error(&at("rpm"), "must be at least 1", "write requests per minute, or remove it for no limit");
             }
             if s.models.is_empty() {
                 self.error(&at("models"), "is empty", "list the models this source serves, e.g. - name: gpt-4o");

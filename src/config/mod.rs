@@ -6,6 +6,7 @@ mod error;
 mod load;
 mod locate;
 mod names;
+mod runtime;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -15,11 +16,12 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use error::{ConfigError, FieldError};
-pub use load::{load, load_str};
+pub use load::{load, load_runtime_str, load_str};
 pub use names::{AdapterName, KeyName, Secret, SourceName, mask};
+pub use runtime::{AutoChains, ChainSlot, SlotConfig};
 
 use crate::plugin::SandboxLimits;
-use crate::scheduler::CooldownPolicy;
+use crate::scheduler::{AffinityPolicy, CooldownPolicy, ScoringPolicy};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -33,8 +35,32 @@ pub struct Config {
     pub body_limit_bytes: usize,
     pub sandbox: SandboxConfig,
     pub cooldown: CooldownPolicy,
+    /// What an unknown model falls back to (`AUTO`: the AUTO chain).
+    pub default_model: Option<String>,
+    /// The file the WebUI edits: AUTO chains (read at start).
+    pub runtime_file: PathBuf,
+    pub channel_selection: ChannelSelection,
+    /// `priority` ordering: requested model (or `*`) → sources, first preferred.
+    pub priority_orders: BTreeMap<String, Vec<SourceName>>,
+    pub scoring: ScoringPolicy,
+    pub affinity: AffinityPolicy,
     pub keys: Vec<KeyConfig>,
     pub sources: Vec<SourceConfig>,
+    /// The AUTO chains from `runtime_file`.
+    pub auto: AutoChains,
+}
+
+/// How candidates of one tier are ordered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelSelection {
+    /// By score: latency and recent success, with exploration.
+    #[default]
+    Smart,
+    /// As configured.
+    Order,
+    /// By the `priority_orders` list for the model.
+    Priority,
 }
 
 impl Config {
@@ -118,6 +144,15 @@ pub struct SourceConfig {
     /// Longest silence between two stream events before the stream is cut.
     #[serde(default = "default_idle_timeout_seconds")]
     pub idle_timeout_seconds: f64,
+    /// Time to the first byte of the answer; defaults to `timeout_seconds`.
+    #[serde(default)]
+    pub first_byte_timeout_seconds: Option<f64>,
+    /// Whole stream, first byte to last.
+    #[serde(default = "default_stream_timeout_seconds")]
+    pub stream_timeout_seconds: f64,
+    /// Requests per minute this source accepts; unset = no limit.
+    #[serde(default)]
+    pub rpm: Option<u32>,
     /// Adapter settings, passed to the adapter as they are (e.g. `header.X-Org: acme`).
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
@@ -143,6 +178,16 @@ impl SourceConfig {
 
     pub fn model(&self, name: &str) -> Option<&ModelConfig> {
         self.models.iter().find(|m| m.name == name)
+    }
+
+    /// Time to the response head (non-streaming) or the first stream event.
+    pub fn first_byte_timeout(&self) -> Duration {
+        self.first_byte_timeout_seconds.map_or(self.timeout(), Duration::from_secs_f64)
+    }
+
+    /// Longest a stream may run from start to end.
+    pub fn stream_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.stream_timeout_seconds)
     }
 }
 
@@ -190,4 +235,7 @@ fn default_connect_timeout_seconds() -> u64 {
 }
 fn default_idle_timeout_seconds() -> f64 {
     60.0
+}
+fn default_stream_timeout_seconds() -> f64 {
+    1800.0
 }

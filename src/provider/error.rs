@@ -9,11 +9,11 @@ use crate::plugin::{ErrorKind, SandboxError};
 /// Which timeout fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeoutPhase {
-    /// No response head within `timeout_seconds`.
+    /// No response head within `first_byte_timeout_seconds`.
     FirstByte,
     /// A stream went silent for `idle_timeout_seconds`.
     Idle,
-    /// A non-streaming request took longer than `timeout_seconds` in all.
+    /// A request took longer than `timeout_seconds` (a stream: `stream_timeout_seconds`) in all.
     Total,
 }
 

@@ -4,6 +4,7 @@
 mod error;
 mod framing;
 mod stream;
+mod tally;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +14,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use error::{AttemptError, TimeoutPhase};
-pub use stream::ChunkStream;
+pub use stream::{ChunkStream, OnComplete};
+pub use tally::Tally;
 
 use crate::config::{Config, ModelConfig, SourceConfig, SourceName};
 use crate::plugin::{Adapter, GuestError, HttpRequest, HttpResponse, Operation, SourceContext};
@@ -75,21 +77,33 @@ impl Provider {
         tokio::time::timeout(source.queue_timeout(), limit.acquire_owned()).await.ok()?.ok()
     }
 
-    /// A non-streaming request: the unified response JSON.
-    pub async fn complete(&self, target: &Target<'_>, unified: &str) -> Result<String, AttemptError> {
+    /// A non-streaming request: the unified response JSON, and how long the head took.
+    pub async fn complete(&self, target: &Target<'_>, unified: &str) -> Result<(String, Duration), AttemptError> {
         let mut session = target.adapter.open_session(&target.context()).await?;
         let request = guest(target.source, session.transform_request(unified).await)?;
         let timeout = target.source.timeout();
+        let started = tokio::time::Instant::now();
         let exchange = async {
-            let response = self.send(target, request).await?;
-            read_response(target, response).await
+            let response = self.head(target, request).await?;
+            let head = started.elapsed();
+            read_response(target, response).await.map(|r| (r, head))
         };
-        let response = tokio::time::timeout(timeout, exchange).await.map_err(|_| AttemptError::Timeout {
+        let (response, head) = tokio::time::timeout(timeout, exchange).await.map_err(|_| AttemptError::Timeout {
             source_name: target.source.name.clone(),
             phase: TimeoutPhase::Total,
             after: timeout,
         })??;
-        guest(target.source, session.transform_response(&response).await)
+        guest(target.source, session.transform_response(&response).await).map(|body| (body, head))
+    }
+
+    /// Sends `request` and waits for the response head within the first-byte timeout.
+    async fn head(&self, target: &Target<'_>, request: HttpRequest) -> Result<reqwest::Response, AttemptError> {
+        let timeout = target.source.first_byte_timeout();
+        tokio::time::timeout(timeout, self.send(target, request)).await.map_err(|_| AttemptError::Timeout {
+            source_name: target.source.name.clone(),
+            phase: TimeoutPhase::FirstByte,
+            after: timeout,
+        })?
     }
 
     /// A streaming request: resolves once the upstream answered 2xx; the stream then yields
@@ -97,13 +111,7 @@ impl Provider {
     pub async fn stream(&self, target: &Target<'_>, unified: &str) -> Result<ChunkStream, AttemptError> {
         let mut session = target.adapter.open_session(&target.context()).await?;
         let request = guest(target.source, session.transform_request(unified).await)?;
-        let timeout = target.source.timeout();
-        let response =
-            tokio::time::timeout(timeout, self.send(target, request)).await.map_err(|_| AttemptError::Timeout {
-                source_name: target.source.name.clone(),
-                phase: TimeoutPhase::FirstByte,
-                after: timeout,
-            })??;
+        let response = self.head(target, request).await?;
         if !response.status().is_success() {
             let response = read_response(target, response).await?;
             return Err(match guest(target.source, session.transform_response(&response).await) {

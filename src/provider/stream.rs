@@ -10,9 +10,13 @@ use std::time::Duration;
 use futures::stream::{BoxStream, Stream, StreamExt};
 
 use super::framing::EventStream;
+use super::tally::Tally;
 use super::{AttemptError, Target, TimeoutPhase, guest};
 use crate::config::SourceConfig;
 use crate::plugin::{AdapterSession, StreamOutput};
+
+/// Called with the stream's tally when it reached its end without an error.
+pub type OnComplete = Box<dyn FnOnce(Tally) + Send>;
 
 /// Unified chunks (`chat.completion.chunk` JSON); an `Err` item is final.
 pub struct ChunkStream {
@@ -20,6 +24,8 @@ pub struct ChunkStream {
     /// connection closes.
     permit: Option<super::SourcePermit>,
     inner: BoxStream<'static, Result<String, AttemptError>>,
+    tally: Tally,
+    on_complete: Option<OnComplete>,
 }
 
 struct State {
@@ -27,6 +33,9 @@ struct State {
     events: EventStream,
     source: SourceConfig,
     idle: Duration,
+    /// The stream's whole-run bound (`stream_timeout_seconds`).
+    deadline: tokio::time::Instant,
+    total: Duration,
     pending: VecDeque<String>,
     finished: bool,
 }
@@ -38,12 +47,22 @@ impl ChunkStream {
     pub async fn first_chunk(mut self) -> Result<ChunkStream, AttemptError> {
         match self.inner.next().await {
             Some(Err(e)) => Err(e),
-            Some(Ok(chunk)) => Ok(ChunkStream {
-                inner: futures::stream::once(async { Ok(chunk) }).chain(self.inner).boxed(),
-                permit: self.permit,
-            }),
-            None => Ok(ChunkStream { inner: futures::stream::empty().boxed(), permit: self.permit }),
+            Some(Ok(chunk)) => {
+                self.inner = futures::stream::once(async { Ok(chunk) }).chain(self.inner).boxed();
+                Ok(self)
+            }
+            None => {
+                self.inner = futures::stream::empty().boxed();
+                Ok(self)
+            }
         }
+    }
+
+    /// Runs `f` with the tally of every chunk once the stream ends complete (not on an error,
+    /// not when the client goes away first).
+    pub fn on_complete(mut self, f: OnComplete) -> ChunkStream {
+        self.on_complete = Some(f);
+        self
     }
 
     /// Keeps the source's concurrency place for as long as the stream lives.
@@ -53,15 +72,23 @@ impl ChunkStream {
     }
 
     pub(super) fn new(session: AdapterSession, events: EventStream, target: &Target<'_>) -> ChunkStream {
+        let total = target.source.stream_timeout();
         let state = State {
             session,
             events,
             source: target.source.clone(),
             idle: target.source.idle_timeout(),
+            deadline: tokio::time::Instant::now() + total,
+            total,
             pending: VecDeque::new(),
             finished: false,
         };
-        ChunkStream { inner: futures::stream::unfold(state, next).boxed(), permit: None }
+        ChunkStream {
+            inner: futures::stream::unfold(state, next).boxed(),
+            permit: None,
+            tally: Tally::default(),
+            on_complete: None,
+        }
     }
 }
 
@@ -69,7 +96,17 @@ impl Stream for ChunkStream {
     type Item = Result<String, AttemptError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.inner.poll_next_unpin(cx)
+        let item = std::task::ready!(self.inner.poll_next_unpin(cx));
+        match &item {
+            Some(Ok(chunk)) => self.tally.add_chunk(chunk),
+            Some(Err(_)) => self.on_complete = None,
+            None => {
+                if let Some(f) = self.on_complete.take() {
+                    f(std::mem::take(&mut self.tally));
+                }
+            }
+        }
+        Poll::Ready(item)
     }
 }
 
@@ -97,9 +134,12 @@ async fn next(mut st: State) -> Option<(Result<String, AttemptError>, State)> {
 /// Reads one upstream event (or the end) and translates it.
 async fn step(st: &mut State) -> Result<StreamOutput, AttemptError> {
     let source = &st.source;
-    match tokio::time::timeout(st.idle, st.events.next()).await {
+    let idle_at = tokio::time::Instant::now() + st.idle;
+    match tokio::time::timeout_at(idle_at.min(st.deadline), st.events.next()).await {
         Err(_) => {
-            Err(AttemptError::Timeout { source_name: source.name.clone(), phase: TimeoutPhase::Idle, after: st.idle })
+            let (phase, after) =
+                if idle_at < st.deadline { (TimeoutPhase::Idle, st.idle) } else { (TimeoutPhase::Total, st.total) };
+            Err(AttemptError::Timeout { source_name: source.name.clone(), phase, after })
         }
         Ok(Some(Err(message))) => Err(AttemptError::Transport {
             source_name: source.name.clone(),

@@ -1,7 +1,12 @@
 //! Model resolution: what a client's `model` string names. `source/model` or `source:model`
-//! first (when the prefix is a source that serves it), then every source with that exact model.
+//! first (when the prefix is a source that serves it), then every source with that exact model,
+//! then the AUTO chain (model `AUTO`, or `default_model` for names nobody serves).
 
-use crate::config::{Config, ModelConfig, SourceConfig};
+use crate::config::{Config, ModelConfig, ModelKind, SourceConfig};
+use crate::scheduler::{Period, Quota, SlotKey};
+
+/// The model name that selects the AUTO chain.
+pub const AUTO: &str = "AUTO";
 
 /// The source and model entry a request resolved to.
 #[derive(Debug, Clone, Copy)]
@@ -15,6 +20,89 @@ impl Resolved<'_> {
     pub fn qualified(&self) -> String {
         format!("{}/{}", self.source.name, self.model.name)
     }
+}
+
+/// A candidate as routing planned it: its tier (0 for a named model) and its slot's quota.
+#[derive(Debug, Clone, Copy)]
+pub struct Planned<'a> {
+    pub resolved: Resolved<'a>,
+    pub tier: u32,
+    pub quota: Option<Quota>,
+}
+
+/// What a request's model resolved to.
+#[derive(Debug)]
+pub enum Resolution<'a> {
+    /// A model some source serves (one source when prefixed).
+    Named(Vec<Resolved<'a>>),
+    /// The AUTO chain: asked for by name, or reached through `default_model` from a name no
+    /// source serves (`fallback_from`).
+    Auto {
+        candidates: Vec<Planned<'a>>,
+        fallback_from: Option<&'a str>,
+    },
+    Unknown,
+}
+
+/// Resolves `requested` for an endpoint serving `kind`.
+pub fn route<'a>(config: &'a Config, requested: &'a str, kind: ModelKind) -> Resolution<'a> {
+    if requested == AUTO {
+        return Resolution::Auto { candidates: auto_chain(config, kind), fallback_from: None };
+    }
+    let named = resolve(config, requested);
+    if !named.is_empty() {
+        return Resolution::Named(named);
+    }
+    match config.default_model.as_deref() {
+        Some(AUTO) => Resolution::Auto { candidates: auto_chain(config, kind), fallback_from: Some(requested) },
+        Some(default) if default != requested => match resolve(config, default) {
+            named if named.is_empty() => Resolution::Unknown,
+            named => Resolution::Named(named),
+        },
+        _ => Resolution::Unknown,
+    }
+}
+
+/// The AUTO chain for `kind`, slot by slot in chain order (a slot without a source expands to
+/// every source serving its model). Images without an `auto_image` chain: every source's image
+/// models in config order.
+pub fn auto_chain(config: &Config, kind: ModelKind) -> Vec<Planned<'_>> {
+    let slots = match kind {
+        ModelKind::Chat => Some(&config.auto.chat),
+        ModelKind::Image => config.auto.image.as_ref(),
+        ModelKind::Embedding => return Vec::new(),
+    };
+    let Some(slots) = slots else {
+        return config
+            .sources
+            .iter()
+            .flat_map(|source| source.models.iter().map(move |model| Resolved { source, model }))
+            .filter(|r| r.model.kind == kind)
+            .map(|resolved| Planned { resolved, tier: 1, quota: None })
+            .collect();
+    };
+    let mut out = Vec::new();
+    for slot in slots {
+        for source in config.sources.iter().filter(|s| slot.source.as_ref().is_none_or(|n| &s.name == n)) {
+            if let Some(model) = source.model(&slot.model).filter(|m| m.kind == kind) {
+                out.push(Planned { resolved: Resolved { source, model }, tier: slot.tier, quota: slot.quota });
+            }
+        }
+    }
+    out
+}
+
+/// The quota periods `slot`'s token use is counted in: one per distinct period of the chain
+/// slots (chat and image) that cover it.
+pub fn quota_periods(config: &Config, slot: &SlotKey) -> Vec<Period> {
+    let chains = config.auto.chat.iter().chain(config.auto.image.iter().flatten());
+    let mut periods: Vec<Period> = chains
+        .filter(|s| s.model == slot.model && s.source.as_ref().is_none_or(|n| *n == slot.source))
+        .filter_map(|s| s.quota.map(|q| q.period))
+        .collect();
+    periods.sort();
+    periods.dedup();
+    periods
 }
 
 /// Every (source, model) `requested` names, in config order; empty when the gateway does not
@@ -39,17 +127,79 @@ mod tests {
 
     use super::*;
 
-    fn config() -> Config {
-        let text = r#"
+    const SOURCES: &str = r#"
 sources:
   - name: a
     base_url: http://127.0.0.1:1
-    models: [{name: gpt-4o}, {name: "meta-llama/Llama-3"}]
+    models: [{name: gpt-4o}, {name: "meta-llama/Llama-3"}, {name: dall-e-3, kind: image}]
   - name: b
     base_url: http://127.0.0.1:2
-    models: [{name: gpt-4o}, {name: "llama3:8b"}]
+    models: [{name: gpt-4o}, {name: "llama3:8b"}, {name: mini}, {name: imagen, kind: image}]
 "#;
-        crate::config::load_str(text, Path::new("t.yaml"), &|_| None, &["openai"]).unwrap()
+
+    fn config() -> Config {
+        crate::config::load_str(SOURCES, Path::new("t.yaml"), &|_| None, &["openai"]).unwrap()
+    }
+
+    fn with_runtime(extra: &str, runtime: &str) -> Config {
+        let text = format!("{extra}\n{SOURCES}");
+        let mut c = crate::config::load_str(&text, Path::new("t.yaml"), &|_| None, &["openai"]).unwrap();
+        c.auto = crate::config::load_runtime_str(runtime, Path::new("runtime.yaml"), &c).unwrap();
+        c
+    }
+
+    fn auto_names(r: Resolution) -> Vec<String> {
+        match r {
+            Resolution::Auto { candidates, .. } => {
+                candidates.iter().map(|p| format!("{}@{}", p.resolved.qualified(), p.tier)).collect()
+            }
+            other => panic!("not AUTO: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn auto_expands_the_chain_in_order_and_ignores_slots_of_the_other_kind() {
+        let c = with_runtime(
+            "",
+            "auto:\n  - {model: mini, source: b, tier: 1, token_quota: 1000, period: hour}\n  - {model: gpt-4o, tier: 2}\n  - {model: dall-e-3, source: a}\n",
+        );
+        assert_eq!(auto_names(route(&c, "AUTO", ModelKind::Chat)), ["b/mini@1", "a/gpt-4o@2", "b/gpt-4o@2"]);
+        let Resolution::Auto { candidates, .. } = route(&c, "AUTO", ModelKind::Chat) else { unreachable!() };
+        assert_eq!(candidates[0].quota, Some(Quota { tokens: 1000, period: crate::scheduler::Period::Hour }));
+        assert_eq!(
+            auto_names(route(&c, "AUTO", ModelKind::Image)),
+            ["a/dall-e-3@1", "b/imagen@1"],
+            "no auto_image chain: every image model in config order"
+        );
+        let c = with_runtime("", "auto_image:\n  - {model: imagen, source: b}\n  - {model: gpt-4o, source: a}\n");
+        assert_eq!(auto_names(route(&c, "AUTO", ModelKind::Image)), ["b/imagen@1"], "chat slots are ignored");
+    }
+
+    #[test]
+    fn default_model_auto_catches_unknown_names_only() {
+        let c = with_runtime("default_model: AUTO", "auto:\n  - {model: mini}\n");
+        assert!(matches!(route(&c, "gpt-4o", ModelKind::Chat), Resolution::Named(v) if v.len() == 2));
+        match route(&c, "gpt-9", ModelKind::Chat) {
+            Resolution::Auto { fallback_from, candidates } => {
+                assert_eq!(fallback_from, Some("gpt-9"));
+                assert_eq!(candidates.len(), 1);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(route(&config(), "gpt-9", ModelKind::Chat), Resolution::Unknown));
+        let c = with_runtime("default_model: mini", "");
+        assert!(matches!(route(&c, "gpt-9", ModelKind::Chat), Resolution::Named(v) if v[0].qualified() == "b/mini"));
+    }
+
+    #[test]
+    fn runtime_file_errors_name_the_file_line_and_fix() {
+        let c = config();
+        let bad = "auto:\n  - {model: mini, source: a}\n  - {model: nope}\n  - {model: mini, period: nhour}\n  - {model: mini, tier: high}\n";
+        let e = crate::config::load_runtime_str(bad, Path::new("runtime.yaml"), &c).unwrap_err().to_string();
+        assert!(e.contains("runtime.yaml:2: auto[0].model: source `a` does not serve model `mini`"), "{e}");
+        assert!(e.contains("runtime.yaml:3: auto[1].model: no source serves model `nope`"), "{e}");
+        assert!(e.contains("auto[2].hours: period nhour needs hours"), "{e}");
+        assert!(e.contains("auto[3].tier"), "{e}");
     }
 
     fn pick(c: &Config, m: &str) -> Option<String> {

@@ -1,23 +1,30 @@
-//! The scheduler: which candidate (source, model) goes first, which rest, and what every
-//! attempt's outcome does to a slot's health. Health lives in memory; changes are written to
-//! SQLite off the request path, so cooldowns survive restarts.
+//! The scheduler: which candidates (source, model) a request may try and in what order, and
+//! what each attempt's outcome does to a slot's health, score, quota and affinity. All of it
+//! lives in memory; changes go to SQLite off the request path, so a restart keeps them.
 
+mod affinity;
 mod clock;
 mod cooldown;
+mod quota;
+mod rpm;
+mod score;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
 
+pub use affinity::{AffinityPolicy, AffinityTable, Binding, fingerprint, query_pair};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMs};
 pub use cooldown::{Admission, CooldownPolicy, Failure, SlotHealth, Window, probe_budget};
+pub use quota::{Period, PeriodName, Quota, Usage};
+pub use score::{ScoringPolicy, Stats, score};
 
-use crate::config::SourceName;
+use crate::config::{ChannelSelection, Config, SourceName};
 use crate::plugin::ErrorKind;
 use crate::provider::AttemptError;
-use crate::router::Resolved;
-use crate::state::StateStore;
+use crate::router::{Planned, Resolved};
+use crate::state::{Loaded, StateStore};
 
-/// One (source, model) pair: the unit that cools down.
+/// One (source, model) pair: the unit that cools down, is scored and is bound to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SlotKey {
     pub source: SourceName,
@@ -36,16 +43,44 @@ impl std::fmt::Display for SlotKey {
     }
 }
 
-/// A candidate the scheduler lets through; `probe` ones are testing a cooling slot.
+/// Token use of one slot in one kind of period window.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QuotaKey {
+    pub slot: SlotKey,
+    pub period: Period,
+}
+
+/// A candidate the plan lets through; `probe` ones test a cooling slot and must be admitted
+/// with [`Scheduler::admit_probe`] right before their attempt.
+#[derive(Debug, Clone, Copy)]
 pub struct Candidate<'a> {
     pub resolved: Resolved<'a>,
+    pub tier: u32,
+    pub quota: Option<Quota>,
     pub probe: bool,
 }
 
-/// A candidate left out, and why (for the all-failed summary).
+/// Why a candidate was left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    Cooling { until: Option<UnixMs> },
+    QuotaSpent { used: u64, quota: u64, resets: Option<UnixMs> },
+}
+
+#[derive(Debug, Clone)]
 pub struct Skipped {
     pub key: SlotKey,
-    pub until: Option<UnixMs>,
+    pub tier: u32,
+    pub reason: SkipReason,
+}
+
+/// The order a request tries its candidates in.
+#[derive(Debug)]
+pub struct Plan<'a> {
+    pub candidates: Vec<Candidate<'a>>,
+    pub skipped: Vec<Skipped>,
+    /// The first candidate is there because the conversation was served by it before.
+    pub affinity_hit: bool,
 }
 
 /// What an attempt's error means for the slot: `None` = the request itself was wrong (it goes
@@ -68,92 +103,288 @@ pub fn classify(error: &AttemptError) -> Option<Failure> {
     }
 }
 
+/// The scheduler's settings, taken from the config.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    pub cooldown: CooldownPolicy,
+    pub scoring: ScoringPolicy,
+    pub affinity: AffinityPolicy,
+    pub selection: ChannelSelection,
+    pub priority_orders: BTreeMap<String, Vec<SourceName>>,
+}
+
+impl Policy {
+    pub fn of(config: &Config) -> Policy {
+        Policy {
+            cooldown: config.cooldown.clone(),
+            scoring: config.scoring.clone(),
+            affinity: config.affinity.clone(),
+            selection: config.channel_selection,
+            priority_orders: config.priority_orders.clone(),
+        }
+    }
+}
+
+/// How long an answer took: to the response head, and from there to the first byte.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timing {
+    pub connect_ms: f64,
+    pub first_byte_ms: f64,
+}
+
+#[derive(Default)]
+struct Inner {
+    health: HashMap<SlotKey, SlotHealth>,
+    stats: HashMap<SlotKey, Stats>,
+    affinity: AffinityTable,
+    usage: HashMap<QuotaKey, Usage>,
+    rpm: HashMap<SourceName, rpm::RpmWindow>,
+    binds_since_prune: u32,
+}
+
 pub struct Scheduler {
-    policy: CooldownPolicy,
+    policy: Policy,
     clock: Arc<dyn Clock>,
-    slots: Mutex<HashMap<SlotKey, SlotHealth>>,
+    inner: Mutex<Inner>,
+    rng: Mutex<fastrand::Rng>,
     store: Option<StateStore>,
 }
 
 impl Scheduler {
-    pub fn new(policy: CooldownPolicy, clock: Arc<dyn Clock>, store: Option<StateStore>) -> Scheduler {
-        let slots = store.as_ref().map(StateStore::load_cooldowns).unwrap_or_default();
-        Scheduler { policy, clock, slots: Mutex::new(slots), store }
+    pub fn new(policy: Policy, clock: Arc<dyn Clock>, store: Option<StateStore>) -> Scheduler {
+        let loaded = store.as_ref().map(StateStore::take_loaded).unwrap_or_default();
+        let Loaded { cooldowns, stats, bindings, usage } = loaded;
+        let inner =
+            Inner { health: cooldowns, stats, affinity: AffinityTable::from_rows(bindings), usage, ..Inner::default() };
+        Scheduler { policy, clock, inner: Mutex::new(inner), rng: Mutex::new(fastrand::Rng::new()), store }
+    }
+
+    /// A scheduler whose exploration rolls come from `seed` (tests).
+    pub fn seeded(self, seed: u64) -> Scheduler {
+        *self.rng.lock().expect("rng lock") = fastrand::Rng::with_seed(seed);
+        self
     }
 
     pub fn now(&self) -> UnixMs {
         self.clock.now()
     }
 
-    /// Healthy candidates in config order, then probes of cooling ones (each takes a probe
-    /// slot until its outcome is recorded); closed ones are skipped.
-    pub fn order<'a>(&self, candidates: Vec<Resolved<'a>>) -> (Vec<Candidate<'a>>, Vec<Skipped>) {
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().expect("scheduler lock")
+    }
+
+    /// Orders `planned` for a request for `model`: spent quotas and closed cooldowns are left
+    /// out; tiers go in order; within a tier healthy candidates (ordered by the channel
+    /// selection) come before probes; the candidate bound to `fingerprint` goes first when it
+    /// is healthy.
+    pub fn plan<'a>(&self, planned: Vec<Planned<'a>>, model: &str, fingerprint: Option<&str>) -> Plan<'a> {
         let now = self.clock.now();
-        let mut slots = self.slots.lock().expect("scheduler lock");
-        let (mut healthy, mut probes, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
-        for resolved in candidates {
-            let key = SlotKey::of(&resolved);
-            let health = slots.get(&key);
-            match health.map_or(Admission::Healthy, |h| h.admission(now, resolved.source.max_concurrent)) {
-                Admission::Healthy => healthy.push(Candidate { resolved, probe: false }),
-                Admission::Probe => {
-                    slots.get_mut(&key).expect("probing a known slot").probes_in_flight += 1;
-                    probes.push(Candidate { resolved, probe: true });
+        let roll = self.rng.lock().expect("rng lock").f64();
+        let inner = self.lock();
+        let mut tiers: BTreeMap<u32, (Vec<Candidate<'a>>, Vec<Candidate<'a>>)> = BTreeMap::new();
+        let mut skipped = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for p in planned {
+            let key = SlotKey::of(&p.resolved);
+            if seen.contains(&key) {
+                continue;
+            }
+            if let Some(quota) = p.quota {
+                let used = inner.usage.get(&QuotaKey { slot: key.clone(), period: quota.period });
+                let used = used.map_or(0, |u| u.used(quota.period, now));
+                if used >= quota.tokens {
+                    let resets = quota.period.window(now).1;
+                    skipped.push(Skipped {
+                        key,
+                        tier: p.tier,
+                        reason: SkipReason::QuotaSpent { used, quota: quota.tokens, resets },
+                    });
+                    continue;
                 }
+            }
+            let health = inner.health.get(&key);
+            let candidate = Candidate { resolved: p.resolved, tier: p.tier, quota: p.quota, probe: false };
+            let (healthy, probes) = tiers.entry(p.tier).or_default();
+            match health.map_or(Admission::Healthy, |h| h.admission(now, p.resolved.source.max_concurrent)) {
+                Admission::Healthy => healthy.push(candidate),
+                Admission::Probe => probes.push(Candidate { probe: true, ..candidate }),
                 Admission::Closed => {
-                    skipped.push(Skipped { until: health.and_then(|h| h.window).and_then(|w| w.until), key })
+                    let until = health.and_then(|h| h.window).and_then(|w| w.until);
+                    skipped.push(Skipped { key: key.clone(), tier: p.tier, reason: SkipReason::Cooling { until } });
+                }
+            }
+            seen.insert(key);
+        }
+        let mut candidates = Vec::new();
+        for (_, (mut healthy, probes)) in tiers {
+            self.order_tier(&mut healthy, &inner, model, roll, now);
+            candidates.extend(healthy);
+            candidates.extend(probes);
+        }
+        let mut affinity_hit = false;
+        if let Some(fp) = fingerprint.filter(|_| self.policy.affinity.enabled)
+            && let Some(bound) = inner.affinity.get(fp, now, self.policy.affinity.ttl())
+            && let Some(at) = candidates.iter().position(|c| !c.probe && SlotKey::of(&c.resolved) == bound.slot)
+        {
+            let chosen = candidates.remove(at);
+            candidates.insert(0, chosen);
+            affinity_hit = true;
+        }
+        Plan { candidates, skipped, affinity_hit }
+    }
+
+    fn order_tier(&self, tier: &mut Vec<Candidate<'_>>, inner: &Inner, model: &str, roll: f64, now: UnixMs) {
+        match self.policy.selection {
+            ChannelSelection::Order => {}
+            ChannelSelection::Smart => score::order_by_score(
+                tier,
+                |c| inner.stats.get(&SlotKey::of(&c.resolved)).cloned(),
+                roll,
+                now,
+                &self.policy.scoring,
+            ),
+            ChannelSelection::Priority => {
+                let orders = &self.policy.priority_orders;
+                if let Some(list) = orders.get(model).or_else(|| orders.get("*")) {
+                    tier.sort_by_key(|c| list.iter().position(|s| *s == c.resolved.source.name).unwrap_or(usize::MAX));
                 }
             }
         }
-        healthy.extend(probes);
-        (healthy, skipped)
     }
 
-    /// Records an attempt's outcome: `None` = success (clears the slot), `Some` = a failure.
-    pub fn record(&self, key: &SlotKey, probe: bool, failure: Option<Failure>) {
+    /// Takes a probe place for a cooling slot right before its attempt; false when the slot
+    /// no longer admits one (another request took the last place, or it healed or reopened).
+    pub fn admit_probe(&self, key: &SlotKey, max_concurrent: u32) -> bool {
         let now = self.clock.now();
-        let mut slots = self.slots.lock().expect("scheduler lock");
-        let changed = match failure {
-            None => slots.remove(key).is_some(),
-            Some(failure) => {
-                let health = slots.entry(key.clone()).or_default();
-                health.on_failure(failure, now, &self.policy);
-                true
+        let mut inner = self.lock();
+        match inner.health.get_mut(key) {
+            None => true,
+            Some(h) => match h.admission(now, max_concurrent) {
+                Admission::Probe => {
+                    h.probes_in_flight += 1;
+                    true
+                }
+                Admission::Healthy => true,
+                Admission::Closed => false,
+            },
+        }
+    }
+
+    /// Counts a request against the source's `rpm`; `Err` with the time a place frees up.
+    pub fn take_rpm(&self, source: &SourceName, limit: u32) -> Result<(), Option<UnixMs>> {
+        let now = self.clock.now();
+        let mut inner = self.lock();
+        let window = inner.rpm.entry(source.clone()).or_default();
+        if window.try_take(now, limit) { Ok(()) } else { Err(window.free_at()) }
+    }
+
+    /// A served attempt: clears the slot's cooldown and feeds its score.
+    pub fn record_success(&self, key: &SlotKey, timing: Timing) {
+        let now = self.clock.now();
+        let mut inner = self.lock();
+        let healed = inner.health.remove(key).is_some();
+        let stats = inner.stats.entry(key.clone()).or_default();
+        stats.record_success(timing.connect_ms, timing.first_byte_ms, now, &self.policy.scoring);
+        if let Some(store) = &self.store {
+            if healed {
+                store.save_cooldown(key, None);
             }
-        };
-        if probe && let Some(h) = slots.get_mut(key) {
-            h.probes_in_flight = h.probes_in_flight.saturating_sub(1);
-        }
-        if changed && let Some(store) = &self.store {
-            store.save_cooldown(key, slots.get(key));
+            store.save_stats(key, Some(stats));
         }
     }
 
-    /// Gives back a probe slot whose attempt never reached the upstream's verdict.
+    /// A failed attempt: cools the slot by the failure's rule and lowers its score.
+    /// (A failed probe's place is freed with the new window it opens.)
+    pub fn record_failure(&self, key: &SlotKey, failure: Failure) {
+        let now = self.clock.now();
+        let mut inner = self.lock();
+        let health = inner.health.entry(key.clone()).or_default();
+        health.on_failure(failure, now, &self.policy.cooldown);
+        let health = health.clone();
+        let stats = inner.stats.entry(key.clone()).or_default();
+        stats.record_failure(None, now, &self.policy.scoring);
+        if let Some(store) = &self.store {
+            store.save_cooldown(key, Some(&health));
+            store.save_stats(key, Some(stats));
+        }
+    }
+
+    /// Gives back a probe place whose attempt never reached the upstream's verdict.
     pub fn release_probe(&self, key: &SlotKey) {
-        if let Some(h) = self.slots.lock().expect("scheduler lock").get_mut(key) {
+        if let Some(h) = self.lock().health.get_mut(key) {
             h.probes_in_flight = h.probes_in_flight.saturating_sub(1);
         }
     }
 
-    /// A snapshot of every slot that is not plainly healthy.
+    /// An answer that reached its end: counts its tokens in every quota window the slot is
+    /// measured in, and binds the conversation's next turn (`fingerprint`) to the slot.
+    pub fn completed(&self, key: &SlotKey, tokens: u64, periods: &[Period], fingerprint: Option<String>) {
+        let now = self.clock.now();
+        let mut inner = self.lock();
+        for period in periods {
+            let quota_key = QuotaKey { slot: key.clone(), period: *period };
+            let usage = inner.usage.entry(quota_key.clone()).or_default();
+            usage.add(*period, now, tokens);
+            let usage = *usage;
+            if let Some(store) = &self.store {
+                store.save_usage(&quota_key, &usage);
+            }
+        }
+        if let Some(fp) = fingerprint.filter(|_| self.policy.affinity.enabled) {
+            inner.affinity.bind(fp.clone(), key.clone(), now);
+            if let Some(store) = &self.store {
+                store.save_binding(&fp, key, now);
+            }
+            inner.binds_since_prune += 1;
+            if inner.binds_since_prune >= 1024 {
+                inner.binds_since_prune = 0;
+                let ttl = self.policy.affinity.ttl();
+                inner.affinity.prune(now, ttl);
+                if let Some(store) = &self.store {
+                    store.prune_bindings(UnixMs(now.0.saturating_sub(ttl.as_millis() as u64)));
+                }
+            }
+        }
+    }
+
+    /// Tokens `key` has used in `quota`'s current window.
+    pub fn quota_used(&self, key: &SlotKey, period: Period) -> u64 {
+        let now = self.clock.now();
+        let inner = self.lock();
+        inner.usage.get(&QuotaKey { slot: key.clone(), period }).map_or(0, |u| u.used(period, now))
+    }
+
+    /// A snapshot of every slot with a cooldown record.
     pub fn health(&self) -> Vec<(SlotKey, SlotHealth)> {
-        let mut all: Vec<_> =
-            self.slots.lock().expect("scheduler lock").iter().map(|(k, h)| (k.clone(), h.clone())).collect();
+        let mut all: Vec<_> = self.lock().health.iter().map(|(k, h)| (k.clone(), h.clone())).collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
     }
 
+    pub fn health_of(&self, key: &SlotKey) -> Option<SlotHealth> {
+        self.lock().health.get(key).cloned()
+    }
+
+    pub fn stats_of(&self, key: &SlotKey) -> Option<Stats> {
+        self.lock().stats.get(key).cloned()
+    }
+
+    /// The live binding of a fingerprint, if any.
+    pub fn bound(&self, fingerprint: &str) -> Option<SlotKey> {
+        let now = self.clock.now();
+        self.lock().affinity.get(fingerprint, now, self.policy.affinity.ttl()).map(|b| b.slot.clone())
+    }
+
     /// Clears cooldowns (all, or those of one source and/or model); returns how many.
     pub fn clear(&self, source: Option<&str>, model: Option<&str>) -> usize {
-        let mut slots = self.slots.lock().expect("scheduler lock");
-        let cleared: Vec<SlotKey> = slots
-            .keys()
-            .filter(|k| source.is_none_or(|s| k.source.as_str() == s) && model.is_none_or(|m| k.model == m))
-            .cloned()
-            .collect();
+        let mut inner = self.lock();
+        let cleared: Vec<SlotKey> = inner.health.keys().filter(|k| matches(k, source, model)).cloned().collect();
         for key in &cleared {
-            slots.remove(key);
+            inner.health.remove(key);
             if let Some(store) = &self.store {
                 store.save_cooldown(key, None);
             }
@@ -161,10 +392,36 @@ impl Scheduler {
         cleared.len()
     }
 
-    /// Waits until every health change so far is on disk.
+    /// Drops affinity bindings (all, or those to one source); returns how many.
+    pub fn clear_affinity(&self, source: Option<&str>) -> usize {
+        let cleared = self.lock().affinity.clear(source);
+        if let Some(store) = &self.store {
+            store.clear_bindings(source);
+        }
+        cleared
+    }
+
+    /// Forgets scorer statistics (all, or of one source and/or model); returns how many.
+    pub fn reset_stats(&self, source: Option<&str>, model: Option<&str>) -> usize {
+        let mut inner = self.lock();
+        let reset: Vec<SlotKey> = inner.stats.keys().filter(|k| matches(k, source, model)).cloned().collect();
+        for key in &reset {
+            inner.stats.remove(key);
+            if let Some(store) = &self.store {
+                store.save_stats(key, None);
+            }
+        }
+        reset.len()
+    }
+
+    /// Waits until every change so far is on disk.
     pub fn flush(&self) {
         if let Some(store) = &self.store {
             store.flush();
         }
     }
+}
+
+fn matches(key: &SlotKey, source: Option<&str>, model: Option<&str>) -> bool {
+    source.is_none_or(|s| key.source.as_str() == s) && model.is_none_or(|m| key.model == m)
 }

@@ -2,10 +2,11 @@
 //! SSE ending in `data: [DONE]`.
 
 use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -17,12 +18,17 @@ use super::request::{ChatRequest, parse_json, read_body};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
-pub async fn chat_completions(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Body) -> Response {
+pub async fn chat_completions(
+    State(gw): State<Arc<Gateway>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let door = FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
-    respond(door, handle(gw, headers, body)).await
+    respond(door, handle(gw, peer.ip(), headers, body)).await
 }
 
-async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+async fn handle(gw: Arc<Gateway>, client_ip: IpAddr, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     let started = std::time::Instant::now();
     let key = gw.keys.authenticate(&headers)?;
     tracing::Span::current().record("key", key.name.as_str());
@@ -34,7 +40,7 @@ async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Resp
     }
     // The adapter receives the client's body as sent: validated, never re-encoded.
     let unified = std::str::from_utf8(&bytes).map_err(|_| ApiError::invalid_request("request body is not UTF-8"))?;
-    let call = Call { model: &request.model, unified, stream: request.streaming(), kind: ModelKind::Chat };
+    let call = Call { model: &request.model, unified, stream: request.streaming(), kind: ModelKind::Chat, client_ip };
     match dispatch(&gw, key, call).await? {
         Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
         Answer::Stream(chunks) => Ok(sse_response(chunks, started)),

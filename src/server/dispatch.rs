@@ -1,18 +1,25 @@
 //! The path every front door shares once it has a unified request: resolve the model to its
-//! candidates, check scope and kind, and try them in the scheduler's order until one serves.
+//! candidates, check scope and kind, let the scheduler order them, and try them in turn until
+//! one serves; then keep the books (score, quota, affinity) when the answer completes.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Instant;
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
+use serde_json::Value;
 use tracing::Instrument;
 
 use super::Gateway;
 use super::auth::KeyEntry;
 use super::error::ApiError;
-use crate::config::ModelKind;
+use crate::config::{KeyName, ModelKind};
 use crate::plugin::Operation;
-use crate::provider::{AttemptError, ChunkStream, Target};
-use crate::router::{self, Resolved};
-use crate::scheduler::{self, Skipped, SlotKey, UnixMs};
+use crate::provider::{AttemptError, ChunkStream, Tally, Target};
+use crate::router::{self, AUTO, Planned, Resolution};
+use crate::scheduler::{self, Candidate, Failure, Period, SkipReason, Skipped, SlotKey, Timing, UnixMs};
 
 /// What the upstream gave back, still in the unified form.
 pub enum Answer {
@@ -28,124 +35,286 @@ pub struct Call<'a> {
     pub stream: bool,
     /// The kind of model the endpoint serves.
     pub kind: ModelKind,
+    /// The client's address (part of the affinity fingerprint).
+    pub client_ip: IpAddr,
 }
 
-pub async fn dispatch(gw: &Gateway, key: &KeyEntry, call: Call<'_>) -> Result<Answer, ApiError> {
-    let resolved = router::resolve(&gw.config, call.model);
-    if resolved.is_empty() {
-        if !key.scope.allows(&[call.model]) {
-            return Err(not_allowed(call.model));
+/// The conversation a chat request continues: looked up before, bound after.
+struct Conversation {
+    /// Fingerprint of the two messages before the current turn.
+    query: Option<String>,
+    /// The current turn, paired with the answer to bind the next turn.
+    last: Option<Value>,
+}
+
+impl Conversation {
+    fn of(key: &KeyName, ip: IpAddr, call: &Call<'_>) -> Conversation {
+        #[derive(serde::Deserialize)]
+        struct Messages {
+            #[serde(default)]
+            messages: Vec<Value>,
         }
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
-            format!("model \"{}\" does not exist; GET /v1/models lists the models this key may use", call.model),
-        )
-        .code("model_not_found")
-        .param("model"));
+        let messages = match call.kind {
+            ModelKind::Chat => serde_json::from_str::<Messages>(call.unified).map(|m| m.messages).unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let query =
+            scheduler::query_pair(&messages).map(|pair| scheduler::fingerprint(key.as_str(), &ip.to_string(), pair));
+        Conversation { query, last: messages.last().cloned() }
     }
-    let allowed: Vec<Resolved> =
-        resolved.into_iter().filter(|r| key.scope.allows(&[call.model, &r.qualified(), &r.model.name])).collect();
-    if allowed.is_empty() {
-        return Err(not_allowed(call.model));
-    }
+}
+
+pub async fn dispatch(gw: &Arc<Gateway>, key: &KeyEntry, call: Call<'_>) -> Result<Answer, ApiError> {
+    let planned = plan_candidates(gw, key, &call)?;
     let operation = match call.kind {
         ModelKind::Chat => Operation::Chat,
         ModelKind::Embedding => Operation::Embedding,
         ModelKind::Image => return Err(ApiError::invalid_request("image generation is not available yet")),
     };
-    if allowed.iter().all(|r| r.model.kind != call.kind) {
-        let wanted = format!("{:?}", call.kind).to_lowercase();
-        return Err(ApiError::invalid_request(format!("model \"{}\" is not a {wanted} model", call.model))
-            .param("model")
-            .code("wrong_model_kind"));
+    let conversation = Conversation::of(&key.name, call.client_ip, &call);
+    let plan = gw.scheduler.plan(planned, call.model, conversation.query.as_deref());
+    if plan.affinity_hit {
+        tracing::debug!("affinity: the conversation goes back to its last source");
     }
-    let candidates: Vec<Resolved> = allowed.into_iter().filter(|r| r.model.kind == call.kind).collect();
-    let (ordered, skipped) = gw.scheduler.order(candidates);
 
-    let mut failed: Vec<(SlotKey, AttemptError)> = Vec::new();
-    let mut busy: Vec<(SlotKey, u32)> = Vec::new();
-    for candidate in ordered {
+    let mut report = Report::new(plan.skipped);
+    for candidate in plan.candidates {
         let slot = SlotKey::of(&candidate.resolved);
-        let Some(adapter) = gw.plugins.adapter(&candidate.resolved.source.adapter) else {
-            gw.scheduler.release_probe(&slot);
+        let source = candidate.resolved.source;
+        let Some(adapter) = gw.plugins.adapter(&source.adapter) else { continue };
+        if candidate.probe && !gw.scheduler.admit_probe(&slot, source.max_concurrent) {
+            report.note(&candidate, "cooling down (its probe places are taken)".into());
             continue;
-        };
-        let Some(permit) = gw.provider.admit(candidate.resolved.source).await else {
-            // Full for longer than its queue timeout: not a failure, just not available now.
+        }
+        let release = |gw: &Gateway| {
             if candidate.probe {
-                gw.scheduler.release_probe(&slot);
+                gw.scheduler.release_probe(&slot)
             }
-            busy.push((slot, candidate.resolved.source.max_concurrent));
+        };
+        if let Some(rpm) = source.rpm
+            && gw.scheduler.take_rpm(&source.name, rpm).is_err()
+        {
+            release(gw);
+            report.note(&candidate, format!("rpm limit reached ({rpm} requests per minute)"));
+            continue;
+        }
+        let Some(permit) = gw.provider.admit(source).await else {
+            // Full for longer than its queue timeout: not a failure, just not available now.
+            release(gw);
+            report.note(&candidate, format!("busy (all {} of max_concurrent in use)", source.max_concurrent));
             continue;
         };
-        let target = Target { source: candidate.resolved.source, model: candidate.resolved.model, adapter, operation };
-        let source = &target.source.name;
-        tracing::debug!(%source, upstream = target.model.upstream_name(), probe = candidate.probe, "attempt");
-        let started = std::time::Instant::now();
+        let target = Target { source, model: candidate.resolved.model, adapter, operation };
+        let name = &source.name;
+        tracing::debug!(source = %name, upstream = target.model.upstream_name(), probe = candidate.probe, "attempt");
+        let started = Instant::now();
         let outcome = if call.stream {
             // Fail over until the first chunk is in hand: before it, the client has seen nothing.
             match gw.provider.stream(&target, call.unified).await {
-                Ok(chunks) => chunks.first_chunk().await.map(|c| Answer::Stream(c.holding(permit))),
+                Ok(chunks) => {
+                    let head = started.elapsed();
+                    chunks.first_chunk().await.map(|c| (Answer::Stream(c.holding(permit)), head))
+                }
                 Err(e) => Err(e),
             }
         } else {
-            gw.provider.complete(&target, call.unified).await.map(Answer::Complete)
+            gw.provider.complete(&target, call.unified).await.map(|(body, head)| (Answer::Complete(body), head))
         };
-        let ms = started.elapsed().as_millis() as u64;
+        let elapsed = started.elapsed();
         match outcome {
-            Ok(answer) => {
-                gw.scheduler.record(&slot, candidate.probe, None);
-                tracing::info!(%source, ms, probe = candidate.probe, after_failures = failed.len(), "answered");
-                return Ok(answer);
+            Ok((answer, head)) => {
+                let timing = Timing {
+                    connect_ms: head.as_secs_f64() * 1e3,
+                    first_byte_ms: (elapsed - head).as_secs_f64() * 1e3,
+                };
+                gw.scheduler.record_success(&slot, timing);
+                let ms = elapsed.as_millis() as u64;
+                tracing::info!(source = %name, ms, probe = candidate.probe, after_failures = report.failures, "answered");
+                let books = Books {
+                    gw: Arc::clone(gw),
+                    periods: router::quota_periods(&gw.config, &slot),
+                    slot,
+                    bind: conversation.last.map(|last| (key.name.clone(), call.client_ip, last)),
+                };
+                return Ok(match answer {
+                    Answer::Complete(body) => {
+                        books.close(Tally::of_response(&body));
+                        Answer::Complete(body)
+                    }
+                    Answer::Stream(chunks) => Answer::Stream(chunks.on_complete(Box::new(move |t| books.close(t)))),
+                });
             }
             Err(e) => match scheduler::classify(&e) {
                 // The request itself is wrong: no other source would take it either.
                 None => {
-                    if candidate.probe {
-                        gw.scheduler.release_probe(&slot);
-                    }
+                    release(gw);
                     return Err(ApiError::from(&e));
                 }
                 Some(failure) => {
-                    tracing::warn!(%source, ms, "attempt failed, trying the next candidate: {e}");
-                    gw.scheduler.record(&slot, candidate.probe, Some(failure));
-                    failed.push((slot, e));
+                    let failure = align_quota_failure(failure, &candidate, gw.scheduler.now());
+                    tracing::warn!(source = %name, ms = elapsed.as_millis() as u64, "attempt failed, trying the next candidate: {e}");
+                    gw.scheduler.record_failure(&slot, failure);
+                    report.failed(&candidate, e);
                 }
             },
         }
     }
-    Err(all_failed(call.model, failed, busy, skipped, gw.scheduler.now()))
+    Err(report.into_error(call.model, gw.scheduler.now()))
+}
+
+/// The candidates `call.model` names that this key may use, of the endpoint's kind.
+fn plan_candidates<'a>(gw: &'a Gateway, key: &KeyEntry, call: &Call<'a>) -> Result<Vec<Planned<'a>>, ApiError> {
+    let model = call.model;
+    match router::route(&gw.config, model, call.kind) {
+        Resolution::Unknown => {
+            if !key.scope.allows(&[model]) {
+                return Err(not_allowed(model));
+            }
+            Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                format!("model \"{model}\" does not exist; GET /v1/models lists the models this key may use"),
+            )
+            .code("model_not_found")
+            .param("model"))
+        }
+        Resolution::Auto { candidates, fallback_from } => {
+            if !key.scope.allows(&[AUTO]) {
+                return Err(match fallback_from {
+                    Some(x) => ApiError::new(
+                        StatusCode::FORBIDDEN,
+                        "model_not_allowed",
+                        format!("model \"{x}\" is not in this key's model scope, so it cannot use AUTO"),
+                    ),
+                    None => not_allowed(model),
+                });
+            }
+            if candidates.is_empty() {
+                let chain = if call.kind == ModelKind::Image { "auto_image" } else { "auto" };
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "invalid_request_error",
+                    format!("model AUTO has no candidates: add slots to `{chain}` in the runtime file"),
+                )
+                .code("model_not_found")
+                .param("model"));
+            }
+            Ok(candidates)
+        }
+        Resolution::Named(resolved) => {
+            let allowed: Vec<_> =
+                resolved.into_iter().filter(|r| key.scope.allows(&[model, &r.qualified(), &r.model.name])).collect();
+            if allowed.is_empty() {
+                return Err(not_allowed(model));
+            }
+            if allowed.iter().all(|r| r.model.kind != call.kind) {
+                let wanted = format!("{:?}", call.kind).to_lowercase();
+                return Err(ApiError::invalid_request(format!("model \"{model}\" is not a {wanted} model"))
+                    .param("model")
+                    .code("wrong_model_kind"));
+            }
+            Ok(allowed
+                .into_iter()
+                .filter(|r| r.model.kind == call.kind)
+                .map(|resolved| Planned { resolved, tier: 0, quota: None })
+                .collect())
+        }
+    }
+}
+
+/// A quota error from an upstream rests the slot until its quota window ends (when it has one).
+fn align_quota_failure(failure: Failure, candidate: &Candidate<'_>, now: UnixMs) -> Failure {
+    match (failure, candidate.quota.and_then(|q| q.period.window(now).1)) {
+        (Failure::QuotaExhausted { .. }, Some(end)) => Failure::QuotaExhausted { window_ends_in: Some(end.since(now)) },
+        _ => failure,
+    }
+}
+
+/// What a served answer leaves behind once complete: tokens against quotas, the binding of
+/// the conversation's next turn.
+struct Books {
+    gw: Arc<Gateway>,
+    slot: SlotKey,
+    periods: Vec<Period>,
+    bind: Option<(KeyName, IpAddr, Value)>,
+}
+
+impl Books {
+    fn close(self, tally: Tally) {
+        let fingerprint = self.bind.map(|(key, ip, last)| {
+            scheduler::fingerprint(key.as_str(), &ip.to_string(), [&last, &tally.assistant_message()])
+        });
+        tracing::debug!(slot = %self.slot, tokens = tally.tokens(), "answer complete");
+        self.gw.scheduler.completed(&self.slot, tally.tokens(), &self.periods, fingerprint);
+    }
 }
 
 fn not_allowed(model: &str) -> ApiError {
     ApiError::new(StatusCode::FORBIDDEN, "model_not_allowed", format!("model \"{model}\" is not allowed for this key"))
 }
 
-/// The answer when no candidate served: the upstream's own error when it was the only one
-/// tried and nothing else was waiting, otherwise 503 with what each candidate got.
-fn all_failed(
-    model: &str,
-    mut failed: Vec<(SlotKey, AttemptError)>,
-    busy: Vec<(SlotKey, u32)>,
-    skipped: Vec<Skipped>,
-    now: UnixMs,
-) -> ApiError {
-    if failed.len() == 1 && busy.is_empty() && skipped.is_empty() {
-        return ApiError::from(&failed.remove(0).1);
+/// What every candidate got, by tier, for the answer when none served.
+struct Report {
+    lines: BTreeMap<u32, Vec<String>>,
+    only_error: Option<AttemptError>,
+    failures: usize,
+    others: usize,
+    now_skipped: Vec<Skipped>,
+}
+
+impl Report {
+    fn new(skipped: Vec<Skipped>) -> Report {
+        Report { lines: BTreeMap::new(), only_error: None, failures: 0, others: 0, now_skipped: skipped }
     }
-    let mut parts: Vec<String> = failed.iter().map(|(slot, e)| format!("{slot}: {e}")).collect();
-    parts.extend(busy.iter().map(|(slot, max)| format!("{slot}: busy (all {max} of max_concurrent in use)")));
-    parts.extend(skipped.iter().map(|s| match s.until {
-        Some(until) => format!("{}: cooling down for another {} s", s.key, until.since(now).as_secs().max(1)),
-        None => format!("{}: cooling down until cleared", s.key),
-    }));
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "upstream_error",
-        format!("no source could serve model \"{model}\": {}", parts.join("; ")),
-    )
-    .code("all_candidates_failed")
+
+    fn note(&mut self, c: &Candidate<'_>, what: String) {
+        self.others += 1;
+        self.lines.entry(c.tier).or_default().push(format!("{}: {what}", c.resolved.qualified()));
+    }
+
+    fn failed(&mut self, c: &Candidate<'_>, e: AttemptError) {
+        self.failures += 1;
+        self.lines.entry(c.tier).or_default().push(format!("{}: {e}", c.resolved.qualified()));
+        self.only_error = (self.failures == 1).then_some(e);
+    }
+
+    /// The upstream's own error when it was the only candidate and nothing else was left
+    /// out; otherwise 503 with what each candidate got, tier by tier.
+    fn into_error(mut self, model: &str, now: UnixMs) -> ApiError {
+        if self.failures == 1
+            && self.others == 0
+            && self.now_skipped.is_empty()
+            && let Some(e) = self.only_error.take()
+        {
+            return ApiError::from(&e);
+        }
+        for s in std::mem::take(&mut self.now_skipped) {
+            let what = match s.reason {
+                SkipReason::Cooling { until: Some(until) } => {
+                    format!("cooling down for another {} s", until.since(now).as_secs().max(1))
+                }
+                SkipReason::Cooling { until: None } => "cooling down until cleared".to_string(),
+                SkipReason::QuotaSpent { used, quota, resets } => {
+                    let resets =
+                        resets.map_or(String::new(), |r| format!(", resets in {} s", r.since(now).as_secs().max(1)));
+                    format!("token quota spent ({used} of {quota}{resets})")
+                }
+            };
+            self.lines.entry(s.tier).or_default().push(format!("{}: {what}", s.key));
+        }
+        let tiered = self.lines.keys().any(|t| *t > 0);
+        let parts: Vec<String> = self
+            .lines
+            .into_iter()
+            .map(|(tier, lines)| if tiered { format!("tier {tier}: {}", lines.join("; ")) } else { lines.join("; ") })
+            .collect();
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "upstream_error",
+            format!("no source could serve model \"{model}\": {}", parts.join(" | ")),
+        )
+        .code("all_candidates_failed")
+    }
 }
 
 /// How a front door names its request-id header and renders errors in its protocol.

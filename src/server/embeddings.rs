@@ -1,10 +1,11 @@
 //! `POST /v1/embeddings`: OpenAI's embeddings endpoint for `kind: embedding` models, through
 //! the source's adapter (openai, gemini, ollama).
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -33,12 +34,17 @@ enum Input {
     Many(Vec<String>),
 }
 
-pub async fn embeddings(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Body) -> Response {
+pub async fn embeddings(
+    State(gw): State<Arc<Gateway>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let door = FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
-    respond(door, handle(gw, headers, body)).await
+    respond(door, handle(gw, peer.ip(), headers, body)).await
 }
 
-async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+async fn handle(gw: Arc<Gateway>, client_ip: IpAddr, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     let key = gw.keys.authenticate(&headers)?;
     let bytes = read_body(body, gw.config.body_limit_bytes).await?;
     let request: EmbeddingsRequest = parse_json(&bytes)?;
@@ -46,7 +52,7 @@ async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Resp
         return Err(ApiError::invalid_request("`input` must not be empty").param("input"));
     }
     let unified = std::str::from_utf8(&bytes).map_err(|_| ApiError::invalid_request("request body is not UTF-8"))?;
-    let call = Call { model: &request.model, unified, stream: false, kind: ModelKind::Embedding };
+    let call = Call { model: &request.model, unified, stream: false, kind: ModelKind::Embedding, client_ip };
     match dispatch(&gw, key, call).await? {
         Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
         Answer::Stream(_) => Err(ApiError::invalid_request("embeddings cannot be streamed")),

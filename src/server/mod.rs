@@ -70,6 +70,8 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let app = router(gateway);
+    // Connect info gives handlers the client's address (session affinity).
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
     let handle = tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await });
     Ok((bound, handle))
 }

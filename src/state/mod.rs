@@ -1,16 +1,17 @@
-//! The gateway's SQLite database under `data_dir` (WAL). Reads happen at start; writes go
-//! through one writer thread that batches them, so no request waits on the disk.
+//! The gateway's SQLite database under `data_dir` (WAL): cooldowns, scorer stats, affinity
+//! bindings and quota use. Read once at start; writes go through one writer thread that
+//! batches them, so no request waits on the disk.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{Mutex, mpsc};
 
 use rusqlite::{Connection, params};
 
 use crate::config::SourceName;
-use crate::scheduler::{SlotHealth, SlotKey, UnixMs, Window};
+use crate::scheduler::{Binding, Period, QuotaKey, SlotHealth, SlotKey, Stats, UnixMs, Usage, Window};
 
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 #[derive(Debug, thiserror::Error)]
 #[error("state database {path}: {source}")]
@@ -29,7 +30,16 @@ pub fn open(path: &Path) -> Result<Connection, StateError> {
         "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
          CREATE TABLE IF NOT EXISTS cooldowns (
              source TEXT NOT NULL, model TEXT NOT NULL, failures INTEGER NOT NULL,
-             window_start INTEGER, window_until INTEGER, PRIMARY KEY (source, model));",
+             window_start INTEGER, window_until INTEGER, PRIMARY KEY (source, model));
+         CREATE TABLE IF NOT EXISTS scorer_stats (
+             source TEXT NOT NULL, model TEXT NOT NULL, total INTEGER NOT NULL, successes INTEGER NOT NULL,
+             recent INTEGER NOT NULL, recent_successes REAL NOT NULL, avg_connect_ms REAL NOT NULL,
+             avg_first_byte_ms REAL NOT NULL, last_updated INTEGER NOT NULL, PRIMARY KEY (source, model));
+         CREATE TABLE IF NOT EXISTS affinity (
+             fingerprint TEXT PRIMARY KEY, source TEXT NOT NULL, model TEXT NOT NULL, last_used INTEGER NOT NULL);
+         CREATE TABLE IF NOT EXISTS quota_usage (
+             source TEXT NOT NULL, model TEXT NOT NULL, period TEXT NOT NULL, window_start INTEGER NOT NULL,
+             tokens INTEGER NOT NULL, PRIMARY KEY (source, model, period));",
     )
     .map_err(wrap)?;
     conn.execute(
@@ -40,8 +50,22 @@ pub fn open(path: &Path) -> Result<Connection, StateError> {
     Ok(conn)
 }
 
+/// Everything the database held at start.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub cooldowns: HashMap<SlotKey, SlotHealth>,
+    pub stats: HashMap<SlotKey, Stats>,
+    pub bindings: Vec<(String, Binding)>,
+    pub usage: HashMap<QuotaKey, Usage>,
+}
+
 enum Write {
     Cooldown(SlotKey, Option<SlotHealth>),
+    Stats(SlotKey, Option<Stats>),
+    Bind(String, SlotKey, UnixMs),
+    ClearBindings(Option<String>),
+    PruneBindings(UnixMs),
+    Usage(QuotaKey, Usage),
     Flush(mpsc::Sender<()>),
 }
 
@@ -49,28 +73,55 @@ enum Write {
 pub struct StateStore {
     tx: mpsc::Sender<Write>,
     /// Rows present at start, handed to the scheduler once.
-    loaded: HashMap<SlotKey, SlotHealth>,
+    loaded: Mutex<Option<Loaded>>,
 }
 
 impl StateStore {
     pub fn start(path: &Path) -> Result<StateStore, StateError> {
         let conn = open(path)?;
-        let loaded = read_cooldowns(&conn).map_err(|source| StateError { path: path.display().to_string(), source })?;
+        let loaded = read_all(&conn).map_err(|source| StateError { path: path.display().to_string(), source })?;
         let (tx, rx) = mpsc::channel::<Write>();
         std::thread::Builder::new()
             .name("state-writer".into())
             .spawn(move || writer(conn, rx))
             .expect("spawning the state writer");
-        Ok(StateStore { tx, loaded })
+        Ok(StateStore { tx, loaded: Mutex::new(Some(loaded)) })
     }
 
-    pub fn load_cooldowns(&self) -> HashMap<SlotKey, SlotHealth> {
-        self.loaded.clone()
+    /// What the database held at start (once; later calls get nothing).
+    pub fn take_loaded(&self) -> Loaded {
+        self.loaded.lock().expect("state lock").take().unwrap_or_default()
     }
 
     /// Queues the slot's health (`None`: healthy again, delete the row).
     pub fn save_cooldown(&self, key: &SlotKey, health: Option<&SlotHealth>) {
-        let _ = self.tx.send(Write::Cooldown(key.clone(), health.cloned()));
+        self.send(Write::Cooldown(key.clone(), health.cloned()));
+    }
+
+    pub fn save_stats(&self, key: &SlotKey, stats: Option<&Stats>) {
+        self.send(Write::Stats(key.clone(), stats.cloned()));
+    }
+
+    pub fn save_binding(&self, fingerprint: &str, key: &SlotKey, at: UnixMs) {
+        self.send(Write::Bind(fingerprint.to_string(), key.clone(), at));
+    }
+
+    /// Deletes every binding (or those to one source).
+    pub fn clear_bindings(&self, source: Option<&str>) {
+        self.send(Write::ClearBindings(source.map(str::to_string)));
+    }
+
+    /// Deletes bindings last used before `before`.
+    pub fn prune_bindings(&self, before: UnixMs) {
+        self.send(Write::PruneBindings(before));
+    }
+
+    pub fn save_usage(&self, key: &QuotaKey, usage: &Usage) {
+        self.send(Write::Usage(key.clone(), *usage));
+    }
+
+    fn send(&self, write: Write) {
+        let _ = self.tx.send(write);
     }
 
     /// Blocks until everything queued so far is committed.
@@ -82,16 +133,58 @@ impl StateStore {
     }
 }
 
-fn read_cooldowns(conn: &Connection) -> rusqlite::Result<HashMap<SlotKey, SlotHealth>> {
+fn slot(source: String, model: String) -> SlotKey {
+    SlotKey { source: SourceName::new(source), model }
+}
+
+fn read_all(conn: &Connection) -> rusqlite::Result<Loaded> {
     let mut stmt = conn.prepare("SELECT source, model, failures, window_start, window_until FROM cooldowns")?;
-    let rows = stmt.query_map([], |r| {
-        let key = SlotKey { source: SourceName::new(r.get::<_, String>(0)?), model: r.get(1)? };
-        let start: Option<i64> = r.get(3)?;
-        let until: Option<i64> = r.get(4)?;
-        let window = start.map(|s| Window { start: UnixMs(s as u64), until: until.map(|u| UnixMs(u as u64)) });
-        Ok((key, SlotHealth { failures: r.get(2)?, window, probes_in_flight: 0 }))
-    })?;
-    rows.collect()
+    let cooldowns = stmt
+        .query_map([], |r| {
+            let start: Option<i64> = r.get(3)?;
+            let until: Option<i64> = r.get(4)?;
+            let window = start.map(|s| Window { start: UnixMs(s as u64), until: until.map(|u| UnixMs(u as u64)) });
+            Ok((slot(r.get(0)?, r.get(1)?), SlotHealth { failures: r.get(2)?, window, probes_in_flight: 0 }))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut stmt = conn.prepare(
+        "SELECT source, model, total, successes, recent, recent_successes, avg_connect_ms, avg_first_byte_ms, last_updated
+         FROM scorer_stats",
+    )?;
+    let stats = stmt
+        .query_map([], |r| {
+            let stats = Stats {
+                total: r.get::<_, i64>(2)? as u64,
+                successes: r.get::<_, i64>(3)? as u64,
+                recent: r.get(4)?,
+                recent_successes: r.get(5)?,
+                avg_connect_ms: r.get(6)?,
+                avg_first_byte_ms: r.get(7)?,
+                last_updated: UnixMs(r.get::<_, i64>(8)? as u64),
+            };
+            Ok((slot(r.get(0)?, r.get(1)?), stats))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut stmt = conn.prepare("SELECT fingerprint, source, model, last_used FROM affinity")?;
+    let bindings = stmt
+        .query_map([], |r| {
+            let binding = Binding { slot: slot(r.get(1)?, r.get(2)?), last_used: UnixMs(r.get::<_, i64>(3)? as u64) };
+            Ok((r.get(0)?, binding))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut stmt = conn.prepare("SELECT source, model, period, window_start, tokens FROM quota_usage")?;
+    let rows: Vec<(SlotKey, String, Usage)> = stmt
+        .query_map([], |r| {
+            let usage = Usage { window_start: UnixMs(r.get::<_, i64>(3)? as u64), tokens: r.get::<_, i64>(4)? as u64 };
+            Ok((slot(r.get(0)?, r.get(1)?), r.get(2)?, usage))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    // A row whose period this version does not know is left alone rather than misread.
+    let usage = rows
+        .into_iter()
+        .filter_map(|(slot, period, usage)| Some((QuotaKey { slot, period: period.parse::<Period>().ok()? }, usage)))
+        .collect();
+    Ok(Loaded { cooldowns, stats, bindings, usage })
 }
 
 /// Applies writes in batches: block for one, take whatever else is queued, commit once.
@@ -104,26 +197,8 @@ fn writer(mut conn: Connection, rx: mpsc::Receiver<Write>) {
             let tx = conn.transaction()?;
             for write in batch {
                 match write {
-                    Write::Cooldown(key, None) => {
-                        tx.execute(
-                            "DELETE FROM cooldowns WHERE source = ?1 AND model = ?2",
-                            params![key.source.as_str(), key.model],
-                        )?;
-                    }
-                    Write::Cooldown(key, Some(h)) => {
-                        tx.execute(
-                            "INSERT INTO cooldowns (source, model, failures, window_start, window_until) VALUES (?1, ?2, ?3, ?4, ?5)
-                             ON CONFLICT(source, model) DO UPDATE SET failures = ?3, window_start = ?4, window_until = ?5",
-                            params![
-                                key.source.as_str(),
-                                key.model,
-                                h.failures,
-                                h.window.map(|w| w.start.0 as i64),
-                                h.window.and_then(|w| w.until).map(|u| u.0 as i64)
-                            ],
-                        )?;
-                    }
                     Write::Flush(done) => flushed.push(done),
+                    other => apply(&tx, other)?,
                 }
             }
             tx.commit()
@@ -135,6 +210,86 @@ fn writer(mut conn: Connection, rx: mpsc::Receiver<Write>) {
             let _ = done.send(());
         }
     }
+}
+
+fn apply(tx: &rusqlite::Transaction<'_>, write: Write) -> rusqlite::Result<()> {
+    match write {
+        Write::Cooldown(key, None) => {
+            tx.execute(
+                "DELETE FROM cooldowns WHERE source = ?1 AND model = ?2",
+                params![key.source.as_str(), key.model],
+            )?;
+        }
+        Write::Cooldown(key, Some(h)) => {
+            tx.execute(
+                "INSERT INTO cooldowns (source, model, failures, window_start, window_until) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(source, model) DO UPDATE SET failures = ?3, window_start = ?4, window_until = ?5",
+                params![
+                    key.source.as_str(),
+                    key.model,
+                    h.failures,
+                    h.window.map(|w| w.start.0 as i64),
+                    h.window.and_then(|w| w.until).map(|u| u.0 as i64)
+                ],
+            )?;
+        }
+        Write::Stats(key, None) => {
+            tx.execute(
+                "DELETE FROM scorer_stats WHERE source = ?1 AND model = ?2",
+                params![key.source.as_str(), key.model],
+            )?;
+        }
+        Write::Stats(key, Some(s)) => {
+            tx.execute(
+                "INSERT INTO scorer_stats (source, model, total, successes, recent, recent_successes, avg_connect_ms,
+                     avg_first_byte_ms, last_updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT(source, model) DO UPDATE SET total = ?3, successes = ?4, recent = ?5,
+                     recent_successes = ?6, avg_connect_ms = ?7, avg_first_byte_ms = ?8, last_updated = ?9",
+                params![
+                    key.source.as_str(),
+                    key.model,
+                    s.total as i64,
+                    s.successes as i64,
+                    s.recent,
+                    s.recent_successes,
+                    s.avg_connect_ms,
+                    s.avg_first_byte_ms,
+                    s.last_updated.0 as i64
+                ],
+            )?;
+        }
+        Write::Bind(fp, key, at) => {
+            tx.execute(
+                "INSERT INTO affinity (fingerprint, source, model, last_used) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(fingerprint) DO UPDATE SET source = ?2, model = ?3, last_used = ?4",
+                params![fp, key.source.as_str(), key.model, at.0 as i64],
+            )?;
+        }
+        Write::ClearBindings(None) => {
+            tx.execute("DELETE FROM affinity", [])?;
+        }
+        Write::ClearBindings(Some(source)) => {
+            tx.execute("DELETE FROM affinity WHERE source = ?1", [source])?;
+        }
+        Write::PruneBindings(before) => {
+            tx.execute("DELETE FROM affinity WHERE last_used < ?1", [before.0 as i64])?;
+        }
+        Write::Usage(key, usage) => {
+            tx.execute(
+                "INSERT INTO quota_usage (source, model, period, window_start, tokens) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(source, model, period) DO UPDATE SET window_start = ?4, tokens = ?5",
+                params![
+                    key.slot.source.as_str(),
+                    key.slot.model,
+                    key.period.to_string(),
+                    usage.window_start.0 as i64,
+                    usage.tokens as i64
+                ],
+            )?;
+        }
+        Write::Flush(_) => {}
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -151,28 +306,55 @@ mod tests {
         drop(conn);
         let conn = super::open(&path).unwrap();
         let v: String = conn.query_row("SELECT value FROM meta WHERE key='schema_version'", [], |r| r.get(0)).unwrap();
-        assert_eq!(v, "2");
+        assert_eq!(v, SCHEMA_VERSION.to_string());
     }
 
     #[test]
-    fn cooldowns_written_are_read_back_after_a_restart() {
+    fn everything_written_is_read_back_after_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
-        let key = SlotKey { source: SourceName::new("a"), model: "m".into() };
-        let other = SlotKey { source: SourceName::new("b"), model: "m".into() };
+        let key = slot("a".into(), "m".into());
+        let other = slot("b".into(), "m".into());
         let health = SlotHealth {
             failures: 3,
             window: Some(Window { start: UnixMs(10), until: Some(UnixMs(20)) }),
             probes_in_flight: 1,
         };
+        let stats = Stats {
+            total: 7,
+            successes: 6,
+            recent: 7,
+            recent_successes: 6.0,
+            avg_connect_ms: 12.5,
+            avg_first_byte_ms: 99.0,
+            last_updated: UnixMs(42),
+        };
+        let quota = QuotaKey { slot: key.clone(), period: Period::Hours(5) };
+        let usage = Usage { window_start: UnixMs(3_600_000), tokens: 1234 };
+
         let store = StateStore::start(&path).unwrap();
         store.save_cooldown(&key, Some(&health));
         store.save_cooldown(&other, Some(&health));
         store.save_cooldown(&other, None);
+        store.save_stats(&key, Some(&stats));
+        store.save_stats(&other, Some(&stats));
+        store.save_stats(&other, None);
+        store.save_binding("fp-a", &key, UnixMs(100));
+        store.save_binding("fp-b", &other, UnixMs(100));
+        store.save_binding("fp-old", &key, UnixMs(1));
+        store.clear_bindings(Some("b"));
+        store.prune_bindings(UnixMs(50));
+        store.save_usage(&quota, &usage);
         store.flush();
         drop(store);
-        let loaded = StateStore::start(&path).unwrap().load_cooldowns();
-        assert_eq!(loaded.len(), 1);
-        assert_eq!(loaded[&key], SlotHealth { probes_in_flight: 0, ..health });
+
+        let loaded = StateStore::start(&path).unwrap().take_loaded();
+        assert_eq!(loaded.cooldowns.len(), 1);
+        assert_eq!(loaded.cooldowns[&key], SlotHealth { probes_in_flight: 0, ..health });
+        assert_eq!(loaded.stats.len(), 1);
+        assert_eq!(loaded.stats[&key], stats);
+        assert_eq!(loaded.bindings, vec![("fp-a".to_string(), Binding { slot: key.clone(), last_used: UnixMs(100) })]);
+        assert_eq!(loaded.usage.len(), 1);
+        assert_eq!(loaded.usage[&quota], usage);
     }
 }

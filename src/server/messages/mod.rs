@@ -6,10 +6,11 @@ mod encode;
 mod request;
 
 use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -22,12 +23,17 @@ use super::request::{parse_json, read_body};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
-pub async fn messages(State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: Body) -> Response {
+pub async fn messages(
+    State(gw): State<Arc<Gateway>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let door = FrontDoor { name: "anthropic", id_header: "request-id", render_error: encode::error_response };
-    respond(door, handle(gw, headers, body)).await
+    respond(door, handle(gw, peer.ip(), headers, body)).await
 }
 
-async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+async fn handle(gw: Arc<Gateway>, client_ip: IpAddr, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     let key = gw.keys.authenticate(&headers)?;
     tracing::Span::current().record("key", key.name.as_str());
     let bytes = read_body(body, gw.config.body_limit_bytes).await?;
@@ -42,7 +48,8 @@ async fn handle(gw: Arc<Gateway>, headers: HeaderMap, body: Body) -> Result<Resp
         return Err(ApiError::invalid_request("request body must be a JSON object"));
     };
     let unified = request::to_unified(&raw)?.to_string();
-    let call = Call { model: &checked.model, unified: &unified, stream: checked.stream, kind: ModelKind::Chat };
+    let call =
+        Call { model: &checked.model, unified: &unified, stream: checked.stream, kind: ModelKind::Chat, client_ip };
     match dispatch(&gw, key, call).await? {
         Answer::Complete(body) => {
             let unified: Value = serde_json::from_str(&body).map_err(|e| {
