@@ -425,3 +425,6 @@ impl Scheduler {
 fn matches(key: &SlotKey, source: Option<&str>, model: Option<&str>) -> bool {
     source.is_none_or(|s| key.source.as_str() == s) && model.is_none_or(|m| key.model == m)
 }
+
+#[cfg(test)]
+mod tests;

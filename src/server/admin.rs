@@ -1,5 +1,5 @@
 //! The admin API under `/admin/api/` (token in `Authorization: Bearer` or `X-Admin-Token`):
-//! slot health and clearing cooldowns. Off when no `admin_token` is configured.
+//! slot health, clearing cooldowns and affinity, resetting scores. Off without `admin_token`.
 
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::Gateway;
 use super::error::ApiError;
-use crate::scheduler::{Admission, probe_budget};
+use crate::scheduler::{Admission, SlotKey, probe_budget, score};
 
 fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(token) = &gw.config.admin_token else {
@@ -35,32 +35,53 @@ fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-/// `GET /admin/api/health`: every slot that is not plainly healthy.
+/// `GET /admin/api/health`: every configured (source, model) with its cooldown state, score
+/// and, for AUTO slots with a token quota, the quota's use in the current window.
 pub async fn health(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
     authorize(&gw, &headers)?;
-    let now = gw.scheduler.now();
-    let slots: Vec<Value> = gw
-        .scheduler
-        .health()
-        .into_iter()
-        .map(|(key, h)| {
-            let max_concurrent =
-                gw.config.sources.iter().find(|s| s.name == key.source).map_or(1, |s| s.max_concurrent);
-            let state = match (h.admission(now, max_concurrent), h.probes_in_flight) {
+    let scheduler = &gw.scheduler;
+    let now = scheduler.now();
+    let mut slots = Vec::new();
+    for source in &gw.config.sources {
+        for model in &source.models {
+            let key = SlotKey { source: source.name.clone(), model: model.name.clone() };
+            let h = scheduler.health_of(&key).unwrap_or_default();
+            let state = match (h.admission(now, source.max_concurrent), h.probes_in_flight) {
                 (_, n) if n > 0 => "probing",
                 (Admission::Healthy, _) => "healthy",
                 (Admission::Probe, _) => "awaiting probe",
                 (Admission::Closed, _) => "cooling",
             };
-            json!({
+            let stats = scheduler.stats_of(&key);
+            let quotas: Vec<Value> = gw
+                .config
+                .auto
+                .chat
+                .iter()
+                .chain(gw.config.auto.image.iter().flatten())
+                .filter(|s| s.model == key.model && s.source.as_ref().is_none_or(|n| *n == key.source))
+                .filter_map(|s| s.quota.map(|q| (s.tier, q)))
+                .map(|(tier, q)| {
+                    json!({
+                        "tier": tier, "period": q.period.to_string(), "token_quota": q.tokens,
+                        "used": scheduler.quota_used(&key, q.period),
+                        "resets_at_ms": q.period.window(now).1.map(|t| t.0),
+                    })
+                })
+                .collect();
+            slots.push(json!({
                 "source": key.source, "model": key.model, "state": state, "failures": h.failures,
                 "window_start_ms": h.window.map(|w| w.start.0),
                 "probe_from_ms": h.window.and_then(|w| w.probe_from()).map(|t| t.0),
                 "recovers_at_ms": h.window.and_then(|w| w.until).map(|t| t.0),
-                "probes_in_flight": h.probes_in_flight, "probe_budget": probe_budget(max_concurrent),
-            })
-        })
-        .collect();
+                "probes_in_flight": h.probes_in_flight, "probe_budget": probe_budget(source.max_concurrent),
+                "score": score(stats.as_ref(), now, &scheduler.policy().scoring).round(),
+                "requests": stats.as_ref().map_or(0, |s| s.total),
+                "successes": stats.as_ref().map_or(0, |s| s.successes),
+                "quotas": quotas,
+            }));
+        }
+    }
     Ok(Json(json!({"now_ms": now.0, "slots": slots})))
 }
 
@@ -71,6 +92,10 @@ pub struct ClearRequest {
     model: Option<String>,
 }
 
+fn clear_request(body: &[u8]) -> Result<ClearRequest, ApiError> {
+    if body.is_empty() { Ok(ClearRequest::default()) } else { super::request::parse_json(body) }
+}
+
 /// `POST /admin/api/cooldowns/clear` with `{}` (all), `{"source"}`, `{"model"}` or both.
 pub async fn clear_cooldowns(
     State(gw): State<Arc<Gateway>>,
@@ -78,9 +103,37 @@ pub async fn clear_cooldowns(
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     authorize(&gw, &headers)?;
-    let request: ClearRequest =
-        if body.is_empty() { ClearRequest::default() } else { super::request::parse_json(&body)? };
+    let request = clear_request(&body)?;
     let cleared = gw.scheduler.clear(request.source.as_deref(), request.model.as_deref());
     tracing::info!(cleared, source = ?request.source, model = ?request.model, "admin cleared cooldowns");
     Ok(Json(json!({"cleared": cleared})))
+}
+
+/// `POST /admin/api/affinity/clear` with `{}` (all) or `{"source"}`.
+pub async fn clear_affinity(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&gw, &headers)?;
+    let request = clear_request(&body)?;
+    if request.model.is_some() {
+        return Err(ApiError::invalid_request("affinity is cleared by source only").param("model"));
+    }
+    let cleared = gw.scheduler.clear_affinity(request.source.as_deref());
+    tracing::info!(cleared, source = ?request.source, "admin cleared affinity bindings");
+    Ok(Json(json!({"cleared": cleared})))
+}
+
+/// `POST /admin/api/stats/reset` with `{}` (all), `{"source"}`, `{"model"}` or both.
+pub async fn reset_stats(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&gw, &headers)?;
+    let request = clear_request(&body)?;
+    let reset = gw.scheduler.reset_stats(request.source.as_deref(), request.model.as_deref());
+    tracing::info!(reset, source = ?request.source, model = ?request.model, "admin reset scorer stats");
+    Ok(Json(json!({"reset": reset})))
 }

@@ -52,6 +52,8 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/health", get(models::health))
         .route("/admin/api/health", get(admin::health))
         .route("/admin/api/cooldowns/clear", post(admin::clear_cooldowns))
+        .route("/admin/api/affinity/clear", post(admin::clear_affinity))
+        .route("/admin/api/stats/reset", post(admin::reset_stats))
         .fallback(not_found)
         .with_state(gateway)
 }

@@ -14,5 +14,6 @@ mod messages;
 mod ollama_upstream;
 mod openai_client;
 mod plugin_host;
+mod routing;
 mod sandbox;
 mod streaming;
