@@ -14,7 +14,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use error::{AttemptError, TimeoutPhase};
-pub use stream::{ChunkStream, OnComplete};
+pub use stream::{ChunkStream, OnEnd};
 pub use tally::Tally;
 
 use crate::config::{Config, ModelConfig, SourceConfig, SourceName};

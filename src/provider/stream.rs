@@ -15,8 +15,9 @@ use super::{AttemptError, Target, TimeoutPhase, guest};
 use crate::config::SourceConfig;
 use crate::plugin::{AdapterSession, StreamOutput};
 
-/// Called with the stream's tally when it reached its end without an error.
-pub type OnComplete = Box<dyn FnOnce(Tally) + Send>;
+/// Called once when the stream ends: with its tally when complete, with the error when it
+/// broke (not when the client went away first).
+pub type OnEnd = Box<dyn FnOnce(Result<Tally, &AttemptError>) + Send>;
 
 /// Unified chunks (`chat.completion.chunk` JSON); an `Err` item is final.
 pub struct ChunkStream {
@@ -25,7 +26,7 @@ pub struct ChunkStream {
     permit: Option<super::SourcePermit>,
     inner: BoxStream<'static, Result<String, AttemptError>>,
     tally: Tally,
-    on_complete: Option<OnComplete>,
+    on_end: Option<OnEnd>,
 }
 
 struct State {
@@ -58,10 +59,9 @@ impl ChunkStream {
         }
     }
 
-    /// Runs `f` with the tally of every chunk once the stream ends complete (not on an error,
-    /// not when the client goes away first).
-    pub fn on_complete(mut self, f: OnComplete) -> ChunkStream {
-        self.on_complete = Some(f);
+    /// Runs `f` once the stream ends (see [`OnEnd`]).
+    pub fn on_end(mut self, f: OnEnd) -> ChunkStream {
+        self.on_end = Some(f);
         self
     }
 
@@ -87,7 +87,7 @@ impl ChunkStream {
             inner: futures::stream::unfold(state, next).boxed(),
             permit: None,
             tally: Tally::default(),
-            on_complete: None,
+            on_end: None,
         }
     }
 }
@@ -99,10 +99,14 @@ impl Stream for ChunkStream {
         let item = std::task::ready!(self.inner.poll_next_unpin(cx));
         match &item {
             Some(Ok(chunk)) => self.tally.add_chunk(chunk),
-            Some(Err(_)) => self.on_complete = None,
+            Some(Err(e)) => {
+                if let Some(f) = self.on_end.take() {
+                    f(Err(e));
+                }
+            }
             None => {
-                if let Some(f) = self.on_complete.take() {
-                    f(std::mem::take(&mut self.tally));
+                if let Some(f) = self.on_end.take() {
+                    f(Ok(std::mem::take(&mut self.tally)));
                 }
             }
         }

@@ -138,10 +138,10 @@ pub async fn dispatch(gw: &Arc<Gateway>, key: &KeyEntry, call: Call<'_>) -> Resu
                 };
                 return Ok(match answer {
                     Answer::Complete(body) => {
-                        books.close(Tally::of_response(&body));
+                        books.close(Ok(Tally::of_response(&body)));
                         Answer::Complete(body)
                     }
-                    Answer::Stream(chunks) => Answer::Stream(chunks.on_complete(Box::new(move |t| books.close(t)))),
+                    Answer::Stream(chunks) => Answer::Stream(chunks.on_end(Box::new(move |end| books.close(end)))),
                 });
             }
             Err(e) => match scheduler::classify(&e) {
@@ -230,8 +230,9 @@ fn align_quota_failure(failure: Failure, candidate: &Candidate<'_>, now: UnixMs)
     }
 }
 
-/// What a served answer leaves behind once complete: tokens against quotas, the binding of
-/// the conversation's next turn.
+/// What a served answer leaves behind when it ends: tokens against quotas and the binding of
+/// the conversation's next turn; or, for a stream that broke after its first chunk (too late
+/// to fail over), a cooled slot.
 struct Books {
     gw: Arc<Gateway>,
     slot: SlotKey,
@@ -240,7 +241,17 @@ struct Books {
 }
 
 impl Books {
-    fn close(self, tally: Tally) {
+    fn close(self, end: Result<Tally, &AttemptError>) {
+        let tally = match end {
+            Ok(tally) => tally,
+            Err(e) => {
+                if let Some(failure) = scheduler::classify(e) {
+                    tracing::warn!(slot = %self.slot, "stream broke after its first chunk: {e}");
+                    self.gw.scheduler.record_failure(&self.slot, failure);
+                }
+                return;
+            }
+        };
         let fingerprint = self.bind.map(|(key, ip, last)| {
             scheduler::fingerprint(key.as_str(), &ip.to_string(), [&last, &tally.assistant_message()])
         });

@@ -102,4 +102,7 @@ async fn a_stream_cut_midway_ends_in_an_error_not_a_clean_finish() {
     let error = error_event(events[3]);
     assert_eq!(error["error"]["code"], "stream_truncated");
     assert!(!body.contains("data: [DONE]"));
+    let health = gw.gateway.scheduler.health();
+    assert_eq!(health.len(), 1, "too late to fail over, but the source cools for the next request");
+    assert_eq!((health[0].0.to_string(), health[0].1.failures), ("mock/cut".to_string(), 1));
 }
