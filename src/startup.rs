@@ -24,7 +24,11 @@ pub async fn build(config: Config) -> anyhow::Result<(Arc<Gateway>, LoadReport)>
 pub async fn build_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| anyhow::anyhow!("cannot create data_dir {}: {e}", config.data_dir.display()))?;
-    let store = crate::state::StateStore::start(&config.state_db())?;
+    let store = Arc::new(crate::state::StateStore::start(&config.state_db())?);
+    if let Some(days) = config.log_retention_days.filter(|d| *d > 0) {
+        let now = clock.now().0;
+        store.prune_logs(now.saturating_sub(days as u64 * 86_400_000));
+    }
     let (plugins, report) =
         PluginHost::load(config.sandbox.limits(), Some(config.component_cache_dir()), Some(&config.adapter_dir))
             .await?;
@@ -37,6 +41,6 @@ pub async fn build_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             );
         }
     }
-    let scheduler = Scheduler::new(Policy::of(&config), clock, Some(store));
-    Ok((Arc::new(Gateway::new(config, plugins, scheduler)?), report))
+    let scheduler = Scheduler::new(Policy::of(&config), clock, Some(store.clone()));
+    Ok((Arc::new(Gateway::new(config, plugins, scheduler, Some(store))?), report))
 }

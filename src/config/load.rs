@@ -12,7 +12,10 @@ use super::env::expand;
 use super::error::{ConfigError, FieldError};
 use super::locate::LineIndex;
 use super::runtime::{AutoChains, ChainSlot, SlotConfig};
-use super::{ChannelSelection, Config, KeyConfig, ModelKind, SandboxConfig, Secret, SourceConfig, SourceName};
+use super::{
+    ChannelSelection, Config, KeyConfig, ModelKind, RouteConfig, RouteMode, SandboxConfig, Secret, SourceConfig,
+    SourceName,
+};
 use crate::scheduler::{AffinityPolicy, CooldownPolicy, Period, Quota, ScoringPolicy};
 
 const TOP_LEVEL: &[&str] = &[
@@ -30,8 +33,10 @@ const TOP_LEVEL: &[&str] = &[
     "priority_orders",
     "scoring",
     "affinity",
+    "log_retention_days",
     "keys",
     "sources",
+    "routes",
 ];
 
 /// Loads `file`, expanding `${VAR}` from the process environment. `adapters` are the
@@ -184,8 +189,10 @@ impl Collector<'_> {
             self.field(&top, "priority_orders").unwrap_or_default();
         let scoring: ScoringPolicy = self.field(&top, "scoring").unwrap_or_default();
         let affinity: AffinityPolicy = self.field(&top, "affinity").unwrap_or_default();
+        let log_retention_days: Option<u32> = self.field(&top, "log_retention_days").or(Some(30));
         let keys: Vec<KeyConfig> = self.list(&top, "keys");
         let sources: Vec<SourceConfig> = self.list(&top, "sources");
+        let routes: Vec<RouteConfig> = self.list(&top, "routes");
 
         self.check_sandbox(&sandbox);
         self.check_keys(&keys);
@@ -193,6 +200,7 @@ impl Collector<'_> {
         known.extend(wasm_stems(&adapter_dir));
         self.check_sources(&sources, &known);
         self.check_scoring(&scoring);
+        self.check_routes(&routes, &sources);
         for (model, order) in &priority_orders {
             for (i, name) in order.iter().enumerate() {
                 if !sources.iter().any(|s| &s.name == name) {
@@ -220,8 +228,10 @@ impl Collector<'_> {
             priority_orders,
             scoring,
             affinity,
+            log_retention_days,
             keys,
             sources,
+            routes,
             auto: AutoChains::default(),
         })
     }
@@ -323,6 +333,73 @@ impl Collector<'_> {
                 "must be at least 1",
                 "write how many instances may exist at once, e.g. 1000",
             );
+        }
+    }
+
+    fn check_routes(&mut self, routes: &[RouteConfig], sources: &[SourceConfig]) {
+        let mut seen = HashSet::new();
+        let serves =
+            |source: &SourceName, model: &str| sources.iter().any(|s| &s.name == source && s.model(model).is_some());
+        let known = |group: &super::GroupName, alias: &str| {
+            routes.iter().any(|r| &r.group == group && r.alias == alias)
+                || sources.iter().any(|s| s.model(alias).is_some())
+        };
+        for (i, r) in routes.iter().enumerate() {
+            let at = |f: &str| format!("routes[{i}].{f}");
+            if r.alias.is_empty() || r.alias == crate::router::AUTO {
+                self.error(&at("alias"), format!("`{}` cannot be a route alias", r.alias), "choose another name");
+            } else if !seen.insert((r.group.clone(), r.alias.clone())) {
+                self.error(
+                    &at("alias"),
+                    format!("alias `{}` is used twice in group `{}`", r.alias, r.group),
+                    "give every route of a group its own alias",
+                );
+            }
+            if r.providers.iter().all(|p| !p.enabled) {
+                self.error(&at("providers"), "has no enabled provider", "add one: - {source: NAME, model: MODEL}");
+            }
+            for (j, p) in r.providers.iter().enumerate() {
+                if !serves(&p.source, &p.model) {
+                    self.error(
+                        &at(&format!("providers[{j}]")),
+                        format!("source `{}` does not serve model `{}`", p.source, p.model),
+                        "name a source from `sources:` and one of its models",
+                    );
+                }
+            }
+            match (r.mode, &r.adapter_config, &r.fusion_config) {
+                (RouteMode::Adapter, None, _) => self.error(
+                    &at("adapter_config"),
+                    "mode adapter needs adapter_config",
+                    "add adapter_config: {vision_alias: ROUTE, fallback: skip-image}",
+                ),
+                (RouteMode::Adapter, Some(v), _) if !known(&r.group, &v.vision_alias) => self.error(
+                    &at("adapter_config.vision_alias"),
+                    format!("no route or model named `{}`", v.vision_alias),
+                    "name a route of the same group, or a model",
+                ),
+                (RouteMode::Fusion, _, None) => self.error(
+                    &at("fusion_config"),
+                    "mode fusion needs fusion_config",
+                    "add fusion_config: {judge_alias: ROUTE}",
+                ),
+                (RouteMode::Fusion, _, Some(f)) => {
+                    if !known(&r.group, &f.judge_alias) {
+                        self.error(
+                            &at("fusion_config.judge_alias"),
+                            format!("no route or model named `{}`", f.judge_alias),
+                            "name a route of the same group, or a model",
+                        );
+                    }
+                    if f.min_candidates == 0 {
+                        self.error(&at("fusion_config.min_candidates"), "must be at least 1", "e.g. 2");
+                    }
+                    if !(f.timeout_seconds.is_finite() && f.timeout_seconds > 0.0) {
+                        self.error(&at("fusion_config.timeout_seconds"), "must be a positive number", "e.g. 30");
+                    }
+                }
+                _ => {}
+            }
         }
     }
 

@@ -6,6 +6,7 @@ mod error;
 mod load;
 mod locate;
 mod names;
+mod routes;
 mod runtime;
 
 use std::collections::BTreeMap;
@@ -17,7 +18,8 @@ use serde::Deserialize;
 
 pub use error::{ConfigError, FieldError};
 pub use load::{load, load_runtime_str, load_str};
-pub use names::{AdapterName, KeyName, Secret, SourceName, mask};
+pub use names::{AdapterName, GroupName, KeyName, Secret, SourceName, mask};
+pub use routes::{FusionConfig, FusionStrategy, RouteConfig, RouteMode, RouteProvider, VisionConfig, VisionFallback};
 pub use runtime::{AutoChains, ChainSlot, SlotConfig};
 
 use crate::plugin::SandboxLimits;
@@ -44,8 +46,12 @@ pub struct Config {
     pub priority_orders: BTreeMap<String, Vec<SourceName>>,
     pub scoring: ScoringPolicy,
     pub affinity: AffinityPolicy,
+    /// Request logs older than this are deleted (at start); `None` or 0 keeps them.
+    pub log_retention_days: Option<u32>,
     pub keys: Vec<KeyConfig>,
     pub sources: Vec<SourceConfig>,
+    /// Aliases with a processing mode.
+    pub routes: Vec<RouteConfig>,
     /// The AUTO chains from `runtime_file`.
     pub auto: AutoChains,
 }
@@ -73,6 +79,15 @@ impl Config {
     }
 
     /// Sum of `max_concurrent` over the sources using `adapter`: its instance pool's bound.
+    /// The route `alias` names for keys of `group`.
+    pub fn route(&self, group: &GroupName, alias: &str) -> Option<&RouteConfig> {
+        self.routes.iter().find(|r| &r.group == group && r.alias == alias)
+    }
+
+    pub fn source(&self, name: &SourceName) -> Option<&SourceConfig> {
+        self.sources.iter().find(|s| &s.name == name)
+    }
+
     pub fn adapter_concurrency(&self, adapter: &AdapterName) -> usize {
         self.sources.iter().filter(|s| &s.adapter == adapter).map(|s| s.max_concurrent as usize).sum()
     }
@@ -119,6 +134,9 @@ pub struct KeyConfig {
     pub key: Secret,
     /// Model scope: exact names, `source/model`, `*`, or a trailing-`*` prefix.
     pub models: Vec<String>,
+    /// The route group whose routes this key sees.
+    #[serde(default)]
+    pub group: GroupName,
 }
 
 /// One upstream endpoint + account.

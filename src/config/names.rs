@@ -41,6 +41,16 @@ name_type!(
     /// A gateway key's `name` (never the key itself).
     KeyName
 );
+name_type!(
+    /// A route group: a key sees the routes of its group.
+    GroupName
+);
+
+impl Default for GroupName {
+    fn default() -> Self {
+        GroupName::new("default")
+    }
+}
 
 /// An API key or token. Debug and Display show only a masked form.
 #[derive(Clone, Default, PartialEq, Eq)]

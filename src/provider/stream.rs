@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures::FutureExt;
 use futures::stream::{BoxStream, Stream, StreamExt};
 
 use super::framing::EventStream;
@@ -16,8 +17,9 @@ use crate::config::SourceConfig;
 use crate::plugin::{AdapterSession, StreamOutput};
 
 /// Called once when the stream ends: with its tally when complete, with the error when it
-/// broke (not when the client went away first).
-pub type OnEnd = Box<dyn FnOnce(Result<Tally, &AttemptError>) + Send>;
+/// broke (not when the client went away first). The stream's end is held back until the
+/// returned receiver hears (the books are on disk).
+pub type OnEnd = Box<dyn FnOnce(Result<Tally, &AttemptError>) -> tokio::sync::oneshot::Receiver<()> + Send>;
 
 /// Unified chunks (`chat.completion.chunk` JSON); an `Err` item is final.
 pub struct ChunkStream {
@@ -27,6 +29,7 @@ pub struct ChunkStream {
     inner: BoxStream<'static, Result<String, AttemptError>>,
     tally: Tally,
     on_end: Option<OnEnd>,
+    settling: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 struct State {
@@ -65,6 +68,17 @@ impl ChunkStream {
         self
     }
 
+    /// A stream of chunks already in hand (an answer chosen after the fact, e.g. by a judge).
+    pub fn replay(chunks: Vec<String>) -> ChunkStream {
+        ChunkStream {
+            inner: futures::stream::iter(chunks.into_iter().map(Ok)).boxed(),
+            permit: None,
+            tally: Tally::default(),
+            on_end: None,
+            settling: None,
+        }
+    }
+
     /// Keeps the source's concurrency place for as long as the stream lives.
     pub fn holding(mut self, permit: super::SourcePermit) -> ChunkStream {
         self.permit = Some(permit);
@@ -88,6 +102,7 @@ impl ChunkStream {
             permit: None,
             tally: Tally::default(),
             on_end: None,
+            settling: None,
         }
     }
 }
@@ -96,17 +111,24 @@ impl Stream for ChunkStream {
     type Item = Result<String, AttemptError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if let Some(settling) = &mut self.settling {
+            let _ = std::task::ready!(settling.poll_unpin(cx));
+            self.settling = None;
+            return Poll::Ready(None);
+        }
         let item = std::task::ready!(self.inner.poll_next_unpin(cx));
         match &item {
             Some(Ok(chunk)) => self.tally.add_chunk(chunk),
             Some(Err(e)) => {
                 if let Some(f) = self.on_end.take() {
-                    f(Err(e));
+                    let _settled_in_background = f(Err(e));
                 }
             }
             None => {
                 if let Some(f) = self.on_end.take() {
-                    f(Ok(std::mem::take(&mut self.tally)));
+                    let tally = std::mem::take(&mut self.tally);
+                    self.settling = Some(f(Ok(tally)));
+                    return self.poll_next(cx);
                 }
             }
         }

@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 pub struct Tally {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Prompt tokens served from the upstream's cache, when it says.
+    pub cached_tokens: Option<u64>,
     total_tokens: Option<u64>,
     content: String,
     /// (id, name, arguments) by tool-call index.
@@ -22,6 +24,12 @@ struct Usage {
     #[serde(default)]
     completion_tokens: u64,
     total_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -78,6 +86,7 @@ impl Tally {
         if let Some(u) = view.usage {
             (self.prompt_tokens, self.completion_tokens, self.total_tokens) =
                 (u.prompt_tokens, u.completion_tokens, u.total_tokens);
+            self.cached_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
         }
         let Some(message) = view.choices.into_iter().next().and_then(part) else { return };
         self.content.push_str(message.content.as_ref().and_then(Value::as_str).unwrap_or_default());

@@ -2,7 +2,7 @@
 //! first (when the prefix is a source that serves it), then every source with that exact model,
 //! then the AUTO chain (model `AUTO`, or `default_model` for names nobody serves).
 
-use crate::config::{Config, ModelConfig, ModelKind, SourceConfig};
+use crate::config::{Config, GroupName, ModelConfig, ModelKind, RouteConfig, RouteMode, SourceConfig};
 use crate::scheduler::{Period, Quota, SlotKey};
 
 /// The model name that selects the AUTO chain.
@@ -35,6 +35,12 @@ pub struct Planned<'a> {
 pub enum Resolution<'a> {
     /// A model some source serves (one source when prefixed).
     Named(Vec<Resolved<'a>>),
+    /// A route alias of the key's group: its providers by priority (a `direct` route: the
+    /// first enabled one only), each priority a tier.
+    Route {
+        route: &'a RouteConfig,
+        candidates: Vec<Planned<'a>>,
+    },
     /// The AUTO chain: asked for by name, or reached through `default_model` from a name no
     /// source serves (`fallback_from`).
     Auto {
@@ -44,10 +50,17 @@ pub enum Resolution<'a> {
     Unknown,
 }
 
-/// Resolves `requested` for an endpoint serving `kind`.
-pub fn route<'a>(config: &'a Config, requested: &'a str, kind: ModelKind) -> Resolution<'a> {
+/// Resolves `requested` for an endpoint serving `kind`, for a key of `group`.
+pub fn route<'a>(config: &'a Config, requested: &'a str, kind: ModelKind, group: &GroupName) -> Resolution<'a> {
     if requested == AUTO {
         return Resolution::Auto { candidates: auto_chain(config, kind), fallback_from: None };
+    }
+    let prefixed = resolve_prefixed(config, requested);
+    if !prefixed.is_empty() {
+        return Resolution::Named(prefixed);
+    }
+    if let Some(route) = config.route(group, requested) {
+        return Resolution::Route { route, candidates: route_candidates(config, route) };
     }
     let named = resolve(config, requested);
     if !named.is_empty() {
@@ -92,6 +105,23 @@ pub fn auto_chain(config: &Config, kind: ModelKind) -> Vec<Planned<'_>> {
     out
 }
 
+/// A route's enabled providers, lowest priority first, each priority its own tier.
+pub fn route_candidates<'a>(config: &'a Config, route: &'a RouteConfig) -> Vec<Planned<'a>> {
+    let mut out: Vec<Planned<'a>> = route
+        .enabled_providers()
+        .into_iter()
+        .filter_map(|p| {
+            let source = config.source(&p.source)?;
+            let model = source.model(&p.model)?;
+            Some(Planned { resolved: Resolved { source, model }, tier: p.priority, quota: None })
+        })
+        .collect();
+    if route.mode == RouteMode::Direct {
+        out.truncate(1);
+    }
+    out
+}
+
 /// The quota periods `slot`'s token use is counted in: one per distinct period of the chain
 /// slots (chat and image) that cover it.
 pub fn quota_periods(config: &Config, slot: &SlotKey) -> Vec<Period> {
@@ -108,8 +138,16 @@ pub fn quota_periods(config: &Config, slot: &SlotKey) -> Vec<Period> {
 /// Every (source, model) `requested` names, in config order; empty when the gateway does not
 /// know it. A prefix names one source; a plain name may be served by several (failover).
 pub fn resolve<'a>(config: &'a Config, requested: &str) -> Vec<Resolved<'a>> {
-    // Model names may contain `/` (`meta-llama/...`) or `:` (`llama3:8b`): a prefix only counts
-    // when it names a source that serves the rest.
+    let prefixed = resolve_prefixed(config, requested);
+    if !prefixed.is_empty() {
+        return prefixed;
+    }
+    config.sources.iter().filter_map(|source| source.model(requested).map(|model| Resolved { source, model })).collect()
+}
+
+/// `source/model` or `source:model`. Model names may contain `/` (`meta-llama/...`) or `:`
+/// (`llama3:8b`): a prefix only counts when it names a source that serves the rest.
+fn resolve_prefixed<'a>(config: &'a Config, requested: &str) -> Vec<Resolved<'a>> {
     for sep in ['/', ':'] {
         if let Some((prefix, model)) = requested.split_once(sep)
             && let Some(source) = config.sources.iter().find(|s| s.name.as_str() == prefix)
@@ -118,7 +156,7 @@ pub fn resolve<'a>(config: &'a Config, requested: &str) -> Vec<Resolved<'a>> {
             return vec![Resolved { source, model }];
         }
     }
-    config.sources.iter().filter_map(|source| source.model(requested).map(|model| Resolved { source, model })).collect()
+    Vec::new()
 }
 
 #[cfg(test)]
@@ -126,6 +164,8 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+
+    static G: std::sync::LazyLock<GroupName> = std::sync::LazyLock::new(GroupName::default);
 
     const SOURCES: &str = r#"
 sources:
@@ -163,32 +203,88 @@ sources:
             "",
             "auto:\n  - {model: mini, source: b, tier: 1, token_quota: 1000, period: hour}\n  - {model: gpt-4o, tier: 2}\n  - {model: dall-e-3, source: a}\n",
         );
-        assert_eq!(auto_names(route(&c, "AUTO", ModelKind::Chat)), ["b/mini@1", "a/gpt-4o@2", "b/gpt-4o@2"]);
-        let Resolution::Auto { candidates, .. } = route(&c, "AUTO", ModelKind::Chat) else { unreachable!() };
+        assert_eq!(auto_names(route(&c, "AUTO", ModelKind::Chat, &G)), ["b/mini@1", "a/gpt-4o@2", "b/gpt-4o@2"]);
+        let Resolution::Auto { candidates, .. } = route(&c, "AUTO", ModelKind::Chat, &G) else { unreachable!() };
         assert_eq!(candidates[0].quota, Some(Quota { tokens: 1000, period: crate::scheduler::Period::Hour }));
         assert_eq!(
-            auto_names(route(&c, "AUTO", ModelKind::Image)),
+            auto_names(route(&c, "AUTO", ModelKind::Image, &G)),
             ["a/dall-e-3@1", "b/imagen@1"],
             "no auto_image chain: every image model in config order"
         );
         let c = with_runtime("", "auto_image:\n  - {model: imagen, source: b}\n  - {model: gpt-4o, source: a}\n");
-        assert_eq!(auto_names(route(&c, "AUTO", ModelKind::Image)), ["b/imagen@1"], "chat slots are ignored");
+        assert_eq!(auto_names(route(&c, "AUTO", ModelKind::Image, &G)), ["b/imagen@1"], "chat slots are ignored");
     }
 
     #[test]
     fn default_model_auto_catches_unknown_names_only() {
         let c = with_runtime("default_model: AUTO", "auto:\n  - {model: mini}\n");
-        assert!(matches!(route(&c, "gpt-4o", ModelKind::Chat), Resolution::Named(v) if v.len() == 2));
-        match route(&c, "gpt-9", ModelKind::Chat) {
+        assert!(matches!(route(&c, "gpt-4o", ModelKind::Chat, &G), Resolution::Named(v) if v.len() == 2));
+        match route(&c, "gpt-9", ModelKind::Chat, &G) {
             Resolution::Auto { fallback_from, candidates } => {
                 assert_eq!(fallback_from, Some("gpt-9"));
                 assert_eq!(candidates.len(), 1);
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(route(&config(), "gpt-9", ModelKind::Chat), Resolution::Unknown));
+        assert!(matches!(route(&config(), "gpt-9", ModelKind::Chat, &G), Resolution::Unknown));
         let c = with_runtime("default_model: mini", "");
-        assert!(matches!(route(&c, "gpt-9", ModelKind::Chat), Resolution::Named(v) if v[0].qualified() == "b/mini"));
+        assert!(
+            matches!(route(&c, "gpt-9", ModelKind::Chat, &G), Resolution::Named(v) if v[0].qualified() == "b/mini")
+        );
+    }
+
+    #[test]
+    fn route_aliases_come_after_prefixes_and_before_model_names_within_the_keys_group() {
+        let routes = r#"
+routes:
+  - alias: gpt-4o
+    mode: auto-select
+    providers: [{source: b, model: mini, priority: 1}, {source: a, model: gpt-4o, priority: 0}, {source: b, model: gpt-4o, enabled: false}]
+  - {alias: one, providers: [{source: b, model: mini, priority: 2}, {source: a, model: gpt-4o, priority: 1}]}
+  - {alias: one, group: team, providers: [{source: b, model: gpt-4o}]}
+"#;
+        let c = with_runtime(routes, "");
+        let names = |r: Resolution| match r {
+            Resolution::Route { candidates, .. } => {
+                candidates.iter().map(|p| format!("{}@{}", p.resolved.qualified(), p.tier)).collect::<Vec<_>>()
+            }
+            other => panic!("not a route: {other:?}"),
+        };
+        assert_eq!(
+            names(route(&c, "gpt-4o", ModelKind::Chat, &G)),
+            ["a/gpt-4o@0", "b/mini@1"],
+            "the alias hides the model name"
+        );
+        assert!(matches!(route(&c, "b/gpt-4o", ModelKind::Chat, &G), Resolution::Named(v) if v.len() == 1));
+        assert_eq!(
+            names(route(&c, "one", ModelKind::Chat, &G)),
+            ["a/gpt-4o@1"],
+            "direct: the first enabled provider only"
+        );
+        let team = GroupName::new("team");
+        assert_eq!(names(route(&c, "one", ModelKind::Chat, &team)), ["b/gpt-4o@0"]);
+        assert!(
+            matches!(route(&c, "gpt-4o", ModelKind::Chat, &team), Resolution::Named(v) if v.len() == 2),
+            "another group's alias is invisible"
+        );
+    }
+
+    #[test]
+    fn route_errors_name_the_field() {
+        let bad = r#"
+routes:
+  - {alias: x, mode: fusion, providers: [{source: a, model: mini}]}
+  - {alias: y, mode: adapter, adapter_config: {vision_alias: nowhere}, providers: [{source: a, model: gpt-4o, enabled: false}]}
+  - {alias: AUTO, providers: [{source: a, model: gpt-4o}]}
+"#;
+        let e = crate::config::load_str(&format!("{bad}{SOURCES}"), Path::new("c.yaml"), &|_| None, &["openai"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("routes[0].providers[0]: source `a` does not serve model `mini`"), "{e}");
+        assert!(e.contains("routes[0].fusion_config: mode fusion needs fusion_config"), "{e}");
+        assert!(e.contains("routes[1].providers: has no enabled provider"), "{e}");
+        assert!(e.contains("routes[1].adapter_config.vision_alias: no route or model named `nowhere`"), "{e}");
+        assert!(e.contains("routes[2].alias: `AUTO` cannot be a route alias"), "{e}");
     }
 
     #[test]

@@ -147,12 +147,12 @@ pub struct Scheduler {
     clock: Arc<dyn Clock>,
     inner: Mutex<Inner>,
     rng: Mutex<fastrand::Rng>,
-    store: Option<StateStore>,
+    store: Option<Arc<StateStore>>,
 }
 
 impl Scheduler {
-    pub fn new(policy: Policy, clock: Arc<dyn Clock>, store: Option<StateStore>) -> Scheduler {
-        let loaded = store.as_ref().map(StateStore::take_loaded).unwrap_or_default();
+    pub fn new(policy: Policy, clock: Arc<dyn Clock>, store: Option<Arc<StateStore>>) -> Scheduler {
+        let loaded = store.as_deref().map(StateStore::take_loaded).unwrap_or_default();
         let Loaded { cooldowns, stats, bindings, usage } = loaded;
         let inner =
             Inner { health: cooldowns, stats, affinity: AffinityTable::from_rows(bindings), usage, ..Inner::default() };

@@ -32,12 +32,12 @@ fn scheduler(c: &Config) -> (Scheduler, Arc<ManualClock>) {
 }
 
 fn candidates<'a>(c: &'a Config, model: &'a str) -> Vec<Planned<'a>> {
-    match route(c, model, crate::config::ModelKind::Chat) {
+    match route(c, model, crate::config::ModelKind::Chat, &crate::config::GroupName::default()) {
         Resolution::Auto { candidates, .. } => candidates,
         Resolution::Named(named) => {
             named.into_iter().map(|resolved| Planned { resolved, tier: 0, quota: None }).collect()
         }
-        Resolution::Unknown => panic!("unknown model {model}"),
+        Resolution::Route { .. } | Resolution::Unknown => panic!("not a model: {model}"),
     }
 }
 

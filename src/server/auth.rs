@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
-use crate::config::{KeyConfig, KeyName};
+use crate::config::{GroupName, KeyConfig, KeyName};
 
 /// What a key may use: exact names, `source/model`, `*`, or a trailing-`*` prefix.
 #[derive(Debug, Clone)]
@@ -33,10 +33,19 @@ fn matches(pattern: &str, name: &str) -> bool {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct KeyEntry {
     pub name: KeyName,
     pub scope: ModelScope,
+    pub group: GroupName,
+}
+
+impl KeyEntry {
+    /// The same key for the gateway's own calls on its behalf (a route's vision model or
+    /// judge): the route was in scope, so what it calls is too.
+    pub fn internal(&self) -> KeyEntry {
+        KeyEntry { scope: ModelScope::new(vec!["*".into()]), ..self.clone() }
+    }
 }
 
 pub struct KeyTable {
@@ -48,7 +57,9 @@ impl KeyTable {
         let by_digest = keys
             .iter()
             .map(|k| {
-                (digest(k.key.expose()), KeyEntry { name: k.name.clone(), scope: ModelScope::new(k.models.clone()) })
+                let entry =
+                    KeyEntry { name: k.name.clone(), scope: ModelScope::new(k.models.clone()), group: k.group.clone() };
+                (digest(k.key.expose()), entry)
             })
             .collect();
         KeyTable { by_digest }

@@ -25,10 +25,16 @@ pub async fn chat_completions(
     body: Body,
 ) -> Response {
     let door = FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
-    respond(door, handle(gw, peer.ip(), headers, body)).await
+    respond(door, |id| handle(gw, id, peer.ip(), headers, body)).await
 }
 
-async fn handle(gw: Arc<Gateway>, client_ip: IpAddr, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+async fn handle(
+    gw: Arc<Gateway>,
+    request_id: String,
+    client_ip: IpAddr,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
     let started = std::time::Instant::now();
     let key = gw.keys.authenticate(&headers)?;
     tracing::Span::current().record("key", key.name.as_str());
@@ -40,11 +46,23 @@ async fn handle(gw: Arc<Gateway>, client_ip: IpAddr, headers: HeaderMap, body: B
     }
     // The adapter receives the client's body as sent: validated, never re-encoded.
     let unified = std::str::from_utf8(&bytes).map_err(|_| ApiError::invalid_request("request body is not UTF-8"))?;
-    let call = Call { model: &request.model, unified, stream: request.streaming(), kind: ModelKind::Chat, client_ip };
-    match dispatch(&gw, key, call).await? {
-        Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
-        Answer::Stream(chunks) => Ok(sse_response(chunks, started)),
-    }
+    let call = Call {
+        model: &request.model,
+        unified,
+        stream: request.streaming(),
+        kind: ModelKind::Chat,
+        client_ip,
+        request_id: &request_id,
+        depth: 0,
+        fusion_id: None,
+    };
+    let reply = dispatch(&gw, key, call).await?;
+    let mut response = match reply.answer {
+        Answer::Complete(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Answer::Stream(chunks) => sse_response(chunks, started),
+    };
+    response.headers_mut().extend(reply.headers);
+    Ok(response)
 }
 
 /// SSE to the client: one `data:` per unified chunk; `[DONE]` only after a complete stream,

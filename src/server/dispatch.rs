@@ -1,25 +1,31 @@
 //! The path every front door shares once it has a unified request: resolve the model to its
-//! candidates, check scope and kind, let the scheduler order them, and try them in turn until
-//! one serves; then keep the books (score, quota, affinity) when the answer completes.
+//! candidates, check scope and kind, apply the route's mode, let the scheduler order the
+//! candidates, and try them in turn until one serves.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
+use futures::future::BoxFuture;
 use serde_json::Value;
 use tracing::Instrument;
 
 use super::Gateway;
 use super::auth::KeyEntry;
+use super::books::{Books, LogContext};
 use super::error::ApiError;
-use crate::config::{KeyName, ModelKind};
+use super::modes;
+use crate::config::{KeyName, ModelKind, RouteConfig, RouteMode};
 use crate::plugin::Operation;
 use crate::provider::{AttemptError, ChunkStream, Tally, Target};
 use crate::router::{self, AUTO, Planned, Resolution};
-use crate::scheduler::{self, Candidate, Failure, Period, SkipReason, Skipped, SlotKey, Timing, UnixMs};
+use crate::scheduler::{self, Candidate, Failure, SkipReason, Skipped, SlotKey, Timing, UnixMs};
+
+/// Route calls deeper than this (a vision route whose vision route is...) are refused.
+const MAX_DEPTH: u8 = 3;
 
 /// What the upstream gave back, still in the unified form.
 pub enum Answer {
@@ -27,8 +33,22 @@ pub enum Answer {
     Stream(ChunkStream),
 }
 
+/// An answer and the headers the gateway adds to it (fusion names its providers).
+pub struct Reply {
+    pub answer: Answer,
+    pub headers: HeaderMap,
+}
+
+impl Reply {
+    fn plain(answer: Answer) -> Reply {
+        Reply { answer, headers: HeaderMap::new() }
+    }
+}
+
 /// One unified request, ready to route.
+#[derive(Clone, Copy)]
 pub struct Call<'a> {
+    pub request_id: &'a str,
     pub model: &'a str,
     /// Unified request JSON (OpenAI Chat Completions or Embeddings shape, by `kind`).
     pub unified: &'a str,
@@ -37,6 +57,10 @@ pub struct Call<'a> {
     pub kind: ModelKind,
     /// The client's address (part of the affinity fingerprint).
     pub client_ip: IpAddr,
+    /// 0 for a client's request; +1 for each route call made on its behalf.
+    pub depth: u8,
+    /// Set on the calls of one fusion request: their log rows share it.
+    pub fusion_id: Option<&'a str>,
 }
 
 /// The conversation a chat request continues: looked up before, bound after.
@@ -48,7 +72,7 @@ struct Conversation {
 }
 
 impl Conversation {
-    fn of(key: &KeyName, ip: IpAddr, call: &Call<'_>) -> Conversation {
+    fn of(key: &KeyName, call: &Call<'_>) -> Conversation {
         #[derive(serde::Deserialize)]
         struct Messages {
             #[serde(default)]
@@ -58,27 +82,155 @@ impl Conversation {
             ModelKind::Chat => serde_json::from_str::<Messages>(call.unified).map(|m| m.messages).unwrap_or_default(),
             _ => Vec::new(),
         };
-        let query =
-            scheduler::query_pair(&messages).map(|pair| scheduler::fingerprint(key.as_str(), &ip.to_string(), pair));
+        let ip = call.client_ip.to_string();
+        let query = scheduler::query_pair(&messages).map(|pair| scheduler::fingerprint(key.as_str(), &ip, pair));
         Conversation { query, last: messages.last().cloned() }
     }
 }
 
-pub async fn dispatch(gw: &Arc<Gateway>, key: &KeyEntry, call: Call<'_>) -> Result<Answer, ApiError> {
-    let planned = plan_candidates(gw, key, &call)?;
+/// Resolves, applies the route's mode, and serves. Boxed: modes call back into it.
+pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> BoxFuture<'a, Result<Reply, ApiError>> {
+    Box::pin(async move {
+        if call.depth > MAX_DEPTH {
+            return Err(ApiError::new(
+                StatusCode::LOOP_DETECTED,
+                "invalid_request_error",
+                format!(
+                    "route calls nest deeper than {MAX_DEPTH} at model \"{}\": check the vision_alias and judge_alias settings for a loop",
+                    call.model
+                ),
+            ));
+        }
+        let (route, candidates) = plan_candidates(gw, key, &call)?;
+        let log = LogContext {
+            request_id: call.request_id.to_string(),
+            key: key.name.clone(),
+            route: route.map(|r| r.alias.clone()),
+            mode: match route {
+                Some(r) => r.mode.as_str(),
+                None if call.model == AUTO || candidates.first().is_some_and(|p| p.tier > 0) => "auto",
+                None => "model",
+            },
+            fusion_id: call.fusion_id.map(str::to_string),
+            stream: call.stream,
+        };
+        match route {
+            Some(r @ RouteConfig { mode: RouteMode::Adapter, .. }) => {
+                let vision = r.adapter_config.as_ref().expect("validated: adapter mode has adapter_config");
+                match modes::vision::describe_images(gw, key, &call, vision).await? {
+                    Some(unified) => serve(gw, key, &Call { unified: &unified, ..call }, candidates, log).await,
+                    None => serve(gw, key, &call, candidates, log).await,
+                }
+            }
+            Some(r @ RouteConfig { mode: RouteMode::Fusion, .. }) => {
+                modes::fusion::fuse(gw, key, &call, r, candidates).await
+            }
+            _ => serve(gw, key, &call, candidates, log).await,
+        }
+    })
+}
+
+/// The candidates `call.model` names that this key may use, of the endpoint's kind, and the
+/// route they came from.
+fn plan_candidates<'a>(
+    gw: &'a Gateway,
+    key: &KeyEntry,
+    call: &Call<'a>,
+) -> Result<(Option<&'a RouteConfig>, Vec<Planned<'a>>), ApiError> {
+    let model = call.model;
+    match router::route(&gw.config, model, call.kind, &key.group) {
+        Resolution::Unknown => {
+            if !key.scope.allows(&[model]) {
+                return Err(not_allowed(model));
+            }
+            Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                format!("model \"{model}\" does not exist; GET /v1/models lists the models this key may use"),
+            )
+            .code("model_not_found")
+            .param("model"))
+        }
+        Resolution::Auto { candidates, fallback_from } => {
+            if !key.scope.allows(&[AUTO]) {
+                return Err(match fallback_from {
+                    Some(x) => ApiError::new(
+                        StatusCode::FORBIDDEN,
+                        "model_not_allowed",
+                        format!("model \"{x}\" is not in this key's model scope, so it cannot use AUTO"),
+                    ),
+                    None => not_allowed(model),
+                });
+            }
+            if candidates.is_empty() {
+                let chain = if call.kind == ModelKind::Image { "auto_image" } else { "auto" };
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "invalid_request_error",
+                    format!("model AUTO has no candidates: add slots to `{chain}` in the runtime file"),
+                )
+                .code("model_not_found")
+                .param("model"));
+            }
+            Ok((None, candidates))
+        }
+        Resolution::Route { route, candidates } => {
+            if !key.scope.allows(&[model]) {
+                return Err(not_allowed(model));
+            }
+            let of_kind: Vec<Planned> = candidates.into_iter().filter(|p| p.resolved.model.kind == call.kind).collect();
+            if of_kind.is_empty() {
+                return Err(wrong_kind(model, call.kind));
+            }
+            Ok((Some(route), of_kind))
+        }
+        Resolution::Named(resolved) => {
+            let allowed: Vec<_> =
+                resolved.into_iter().filter(|r| key.scope.allows(&[model, &r.qualified(), &r.model.name])).collect();
+            if allowed.is_empty() {
+                return Err(not_allowed(model));
+            }
+            if allowed.iter().all(|r| r.model.kind != call.kind) {
+                return Err(wrong_kind(model, call.kind));
+            }
+            let planned = allowed
+                .into_iter()
+                .filter(|r| r.model.kind == call.kind)
+                .map(|resolved| Planned { resolved, tier: 0, quota: None })
+                .collect();
+            Ok((None, planned))
+        }
+    }
+}
+
+fn wrong_kind(model: &str, kind: ModelKind) -> ApiError {
+    let wanted = format!("{kind:?}").to_lowercase();
+    ApiError::invalid_request(format!("model \"{model}\" is not a {wanted} model"))
+        .param("model")
+        .code("wrong_model_kind")
+}
+
+/// Tries `candidates` in the scheduler's order until one serves; logs every attempt.
+pub async fn serve(
+    gw: &Arc<Gateway>,
+    key: &KeyEntry,
+    call: &Call<'_>,
+    candidates: Vec<Planned<'_>>,
+    log: LogContext,
+) -> Result<Reply, ApiError> {
     let operation = match call.kind {
         ModelKind::Chat => Operation::Chat,
         ModelKind::Embedding => Operation::Embedding,
         ModelKind::Image => return Err(ApiError::invalid_request("image generation is not available yet")),
     };
-    let conversation = Conversation::of(&key.name, call.client_ip, &call);
-    let plan = gw.scheduler.plan(planned, call.model, conversation.query.as_deref());
+    let conversation = Conversation::of(&key.name, call);
+    let plan = gw.scheduler.plan(candidates, call.model, conversation.query.as_deref());
     if plan.affinity_hit {
         tracing::debug!("affinity: the conversation goes back to its last source");
     }
 
     let mut report = Report::new(plan.skipped);
-    for candidate in plan.candidates {
+    for (attempt, candidate) in plan.candidates.into_iter().enumerate() {
         let slot = SlotKey::of(&candidate.resolved);
         let source = candidate.resolved.source;
         let Some(adapter) = gw.plugins.adapter(&source.adapter) else { continue };
@@ -130,96 +282,45 @@ pub async fn dispatch(gw: &Arc<Gateway>, key: &KeyEntry, call: Call<'_>) -> Resu
                 gw.scheduler.record_success(&slot, timing);
                 let ms = elapsed.as_millis() as u64;
                 tracing::info!(source = %name, ms, probe = candidate.probe, after_failures = report.failures, "answered");
-                let books = Books {
-                    gw: Arc::clone(gw),
-                    periods: router::quota_periods(&gw.config, &slot),
-                    slot,
-                    bind: conversation.last.map(|last| (key.name.clone(), call.client_ip, last)),
-                };
-                return Ok(match answer {
+                let books = Books::open(
+                    Arc::clone(gw),
+                    slot.clone(),
+                    router::quota_periods(&gw.config, &slot),
+                    conversation.last.map(|last| (key.name.clone(), call.client_ip, last)),
+                    log,
+                    started,
+                    elapsed,
+                    plan.affinity_hit && attempt == 0,
+                );
+                return Ok(Reply::plain(match answer {
                     Answer::Complete(body) => {
-                        books.close(Ok(Tally::of_response(&body)));
+                        // The answer leaves only once its log row is on disk.
+                        let _ = books.close(Ok(Tally::of_response(&body))).await;
                         Answer::Complete(body)
                     }
                     Answer::Stream(chunks) => Answer::Stream(chunks.on_end(Box::new(move |end| books.close(end)))),
-                });
+                }));
             }
-            Err(e) => match scheduler::classify(&e) {
-                // The request itself is wrong: no other source would take it either.
-                None => {
-                    release(gw);
-                    return Err(ApiError::from(&e));
+            Err(e) => {
+                log.failed(gw, &slot, started, &e);
+                match scheduler::classify(&e) {
+                    // The request itself is wrong: no other source would take it either.
+                    None => {
+                        release(gw);
+                        return Err(ApiError::from(&e));
+                    }
+                    Some(failure) => {
+                        let failure = align_quota_failure(failure, &candidate, gw.scheduler.now());
+                        let ms = elapsed.as_millis() as u64;
+                        tracing::warn!(source = %name, ms, "attempt failed, trying the next candidate: {e}");
+                        gw.scheduler.record_failure(&slot, failure);
+                        report.failed(&candidate, e);
+                    }
                 }
-                Some(failure) => {
-                    let failure = align_quota_failure(failure, &candidate, gw.scheduler.now());
-                    tracing::warn!(source = %name, ms = elapsed.as_millis() as u64, "attempt failed, trying the next candidate: {e}");
-                    gw.scheduler.record_failure(&slot, failure);
-                    report.failed(&candidate, e);
-                }
-            },
+            }
         }
     }
     Err(report.into_error(call.model, gw.scheduler.now()))
-}
-
-/// The candidates `call.model` names that this key may use, of the endpoint's kind.
-fn plan_candidates<'a>(gw: &'a Gateway, key: &KeyEntry, call: &Call<'a>) -> Result<Vec<Planned<'a>>, ApiError> {
-    let model = call.model;
-    match router::route(&gw.config, model, call.kind) {
-        Resolution::Unknown => {
-            if !key.scope.allows(&[model]) {
-                return Err(not_allowed(model));
-            }
-            Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                "invalid_request_error",
-                format!("model \"{model}\" does not exist; GET /v1/models lists the models this key may use"),
-            )
-            .code("model_not_found")
-            .param("model"))
-        }
-        Resolution::Auto { candidates, fallback_from } => {
-            if !key.scope.allows(&[AUTO]) {
-                return Err(match fallback_from {
-                    Some(x) => ApiError::new(
-                        StatusCode::FORBIDDEN,
-                        "model_not_allowed",
-                        format!("model \"{x}\" is not in this key's model scope, so it cannot use AUTO"),
-                    ),
-                    None => not_allowed(model),
-                });
-            }
-            if candidates.is_empty() {
-                let chain = if call.kind == ModelKind::Image { "auto_image" } else { "auto" };
-                return Err(ApiError::new(
-                    StatusCode::NOT_FOUND,
-                    "invalid_request_error",
-                    format!("model AUTO has no candidates: add slots to `{chain}` in the runtime file"),
-                )
-                .code("model_not_found")
-                .param("model"));
-            }
-            Ok(candidates)
-        }
-        Resolution::Named(resolved) => {
-            let allowed: Vec<_> =
-                resolved.into_iter().filter(|r| key.scope.allows(&[model, &r.qualified(), &r.model.name])).collect();
-            if allowed.is_empty() {
-                return Err(not_allowed(model));
-            }
-            if allowed.iter().all(|r| r.model.kind != call.kind) {
-                let wanted = format!("{:?}", call.kind).to_lowercase();
-                return Err(ApiError::invalid_request(format!("model \"{model}\" is not a {wanted} model"))
-                    .param("model")
-                    .code("wrong_model_kind"));
-            }
-            Ok(allowed
-                .into_iter()
-                .filter(|r| r.model.kind == call.kind)
-                .map(|resolved| Planned { resolved, tier: 0, quota: None })
-                .collect())
-        }
-    }
 }
 
 /// A quota error from an upstream rests the slot until its quota window ends (when it has one).
@@ -227,36 +328,6 @@ fn align_quota_failure(failure: Failure, candidate: &Candidate<'_>, now: UnixMs)
     match (failure, candidate.quota.and_then(|q| q.period.window(now).1)) {
         (Failure::QuotaExhausted { .. }, Some(end)) => Failure::QuotaExhausted { window_ends_in: Some(end.since(now)) },
         _ => failure,
-    }
-}
-
-/// What a served answer leaves behind when it ends: tokens against quotas and the binding of
-/// the conversation's next turn; or, for a stream that broke after its first chunk (too late
-/// to fail over), a cooled slot.
-struct Books {
-    gw: Arc<Gateway>,
-    slot: SlotKey,
-    periods: Vec<Period>,
-    bind: Option<(KeyName, IpAddr, Value)>,
-}
-
-impl Books {
-    fn close(self, end: Result<Tally, &AttemptError>) {
-        let tally = match end {
-            Ok(tally) => tally,
-            Err(e) => {
-                if let Some(failure) = scheduler::classify(e) {
-                    tracing::warn!(slot = %self.slot, "stream broke after its first chunk: {e}");
-                    self.gw.scheduler.record_failure(&self.slot, failure);
-                }
-                return;
-            }
-        };
-        let fingerprint = self.bind.map(|(key, ip, last)| {
-            scheduler::fingerprint(key.as_str(), &ip.to_string(), [&last, &tally.assistant_message()])
-        });
-        tracing::debug!(slot = %self.slot, tokens = tally.tokens(), "answer complete");
-        self.gw.scheduler.completed(&self.slot, tally.tokens(), &self.periods, fingerprint);
     }
 }
 
@@ -270,12 +341,12 @@ struct Report {
     only_error: Option<AttemptError>,
     failures: usize,
     others: usize,
-    now_skipped: Vec<Skipped>,
+    skipped: Vec<Skipped>,
 }
 
 impl Report {
     fn new(skipped: Vec<Skipped>) -> Report {
-        Report { lines: BTreeMap::new(), only_error: None, failures: 0, others: 0, now_skipped: skipped }
+        Report { lines: BTreeMap::new(), only_error: None, failures: 0, others: 0, skipped }
     }
 
     fn note(&mut self, c: &Candidate<'_>, what: String) {
@@ -294,12 +365,12 @@ impl Report {
     fn into_error(mut self, model: &str, now: UnixMs) -> ApiError {
         if self.failures == 1
             && self.others == 0
-            && self.now_skipped.is_empty()
+            && self.skipped.is_empty()
             && let Some(e) = self.only_error.take()
         {
             return ApiError::from(&e);
         }
-        for s in std::mem::take(&mut self.now_skipped) {
+        for s in std::mem::take(&mut self.skipped) {
             let what = match s.reason {
                 SkipReason::Cooling { until: Some(until) } => {
                     format!("cooling down for another {} s", until.since(now).as_secs().max(1))
@@ -337,8 +408,12 @@ pub struct FrontDoor {
 
 /// Runs one request under a fresh id and span: logs a refusal, renders it in the front
 /// door's protocol, and stamps the id on the response.
-pub async fn respond(door: FrontDoor, handle: impl Future<Output = Result<Response, ApiError>>) -> Response {
+pub async fn respond<F>(door: FrontDoor, handle: impl FnOnce(String) -> F) -> Response
+where
+    F: Future<Output = Result<Response, ApiError>>,
+{
     let id = uuid::Uuid::new_v4().simple().to_string();
+    let handle = handle(id.clone());
     let span = tracing::info_span!("request", door = door.name, id = %id, key = tracing::field::Empty, model = tracing::field::Empty);
     let mut response = match handle.instrument(span.clone()).await {
         Ok(response) => response,

@@ -41,10 +41,16 @@ pub async fn embeddings(
     body: Body,
 ) -> Response {
     let door = FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
-    respond(door, handle(gw, peer.ip(), headers, body)).await
+    respond(door, |id| handle(gw, id, peer.ip(), headers, body)).await
 }
 
-async fn handle(gw: Arc<Gateway>, client_ip: IpAddr, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+async fn handle(
+    gw: Arc<Gateway>,
+    request_id: String,
+    client_ip: IpAddr,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
     let key = gw.keys.authenticate(&headers)?;
     let bytes = read_body(body, gw.config.body_limit_bytes).await?;
     let request: EmbeddingsRequest = parse_json(&bytes)?;
@@ -52,8 +58,17 @@ async fn handle(gw: Arc<Gateway>, client_ip: IpAddr, headers: HeaderMap, body: B
         return Err(ApiError::invalid_request("`input` must not be empty").param("input"));
     }
     let unified = std::str::from_utf8(&bytes).map_err(|_| ApiError::invalid_request("request body is not UTF-8"))?;
-    let call = Call { model: &request.model, unified, stream: false, kind: ModelKind::Embedding, client_ip };
-    match dispatch(&gw, key, call).await? {
+    let call = Call {
+        model: &request.model,
+        unified,
+        stream: false,
+        kind: ModelKind::Embedding,
+        client_ip,
+        request_id: &request_id,
+        depth: 0,
+        fusion_id: None,
+    };
+    match dispatch(&gw, key, call).await?.answer {
         Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
         Answer::Stream(_) => Err(ApiError::invalid_request("embeddings cannot be streamed")),
     }

@@ -2,12 +2,14 @@
 
 mod admin;
 mod auth;
+mod books;
 mod chat;
 mod dispatch;
 mod embeddings;
 mod error;
 mod messages;
 mod models;
+mod modes;
 mod request;
 
 use std::net::SocketAddr;
@@ -24,6 +26,7 @@ use crate::config::Config;
 use crate::plugin::PluginHost;
 use crate::provider::Provider;
 use crate::scheduler::Scheduler;
+use crate::state::{LogRow, StateStore};
 
 /// Everything a request handler needs, shared read-only.
 pub struct Gateway {
@@ -32,14 +35,41 @@ pub struct Gateway {
     pub provider: Provider,
     pub scheduler: Scheduler,
     pub keys: KeyTable,
+    /// The state database (request logs, and the scheduler's state).
+    pub state: Option<Arc<StateStore>>,
 }
 
 impl Gateway {
-    pub fn new(config: Config, plugins: PluginHost, scheduler: Scheduler) -> anyhow::Result<Gateway> {
+    pub fn new(
+        config: Config,
+        plugins: PluginHost,
+        scheduler: Scheduler,
+        state: Option<Arc<StateStore>>,
+    ) -> anyhow::Result<Gateway> {
         for adapter in plugins.adapters() {
             adapter.set_pool_capacity(config.adapter_concurrency(adapter.name()));
         }
-        Ok(Gateway { provider: Provider::new(&config)?, keys: KeyTable::new(&config.keys), scheduler, config, plugins })
+        let keys = KeyTable::new(&config.keys);
+        Ok(Gateway { provider: Provider::new(&config)?, keys, scheduler, config, plugins, state })
+    }
+
+    /// Queues a request-log row.
+    pub fn log(&self, row: LogRow) {
+        if let Some(state) = &self.state {
+            drop(state.log(row));
+        }
+    }
+
+    /// Queues a request-log row; the receiver hears once it is on disk.
+    pub fn log_confirmed(&self, row: LogRow) -> tokio::sync::oneshot::Receiver<()> {
+        match &self.state {
+            Some(state) => state.log(row),
+            None => {
+                let (done, committed) = tokio::sync::oneshot::channel();
+                let _ = done.send(());
+                committed
+            }
+        }
     }
 }
 

@@ -1,17 +1,21 @@
 //! The gateway's SQLite database under `data_dir` (WAL): cooldowns, scorer stats, affinity
-//! bindings and quota use. Read once at start; writes go through one writer thread that
-//! batches them, so no request waits on the disk.
+//! bindings, quota use and request logs. Read once at start; writes go through one writer
+//! thread that batches them, so no request waits on the disk.
+
+mod logs;
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, mpsc};
+
+pub use logs::{LogPage, LogQuery, LogRow, MAX_PAGE};
 
 use rusqlite::{Connection, params};
 
 use crate::config::SourceName;
 use crate::scheduler::{Binding, Period, QuotaKey, SlotHealth, SlotKey, Stats, UnixMs, Usage, Window};
 
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 #[derive(Debug, thiserror::Error)]
 #[error("state database {path}: {source}")]
@@ -42,6 +46,7 @@ pub fn open(path: &Path) -> Result<Connection, StateError> {
              tokens INTEGER NOT NULL, PRIMARY KEY (source, model, period));",
     )
     .map_err(wrap)?;
+    conn.execute_batch(logs::SCHEMA).map_err(wrap)?;
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) ON CONFLICT(key) DO UPDATE SET value = ?1",
         [SCHEMA_VERSION.to_string()],
@@ -66,11 +71,15 @@ enum Write {
     ClearBindings(Option<String>),
     PruneBindings(UnixMs),
     Usage(QuotaKey, Usage),
+    /// A log row; `confirm` hears once it is committed.
+    Log(Box<LogRow>, Option<tokio::sync::oneshot::Sender<()>>),
+    PruneLogs(u64),
     Flush(mpsc::Sender<()>),
 }
 
 /// Handle to the writer thread (which owns its own connection).
 pub struct StateStore {
+    path: PathBuf,
     tx: mpsc::Sender<Write>,
     /// Rows present at start, handed to the scheduler once.
     loaded: Mutex<Option<Loaded>>,
@@ -85,7 +94,7 @@ impl StateStore {
             .name("state-writer".into())
             .spawn(move || writer(conn, rx))
             .expect("spawning the state writer");
-        Ok(StateStore { tx, loaded: Mutex::new(Some(loaded)) })
+        Ok(StateStore { path: path.to_path_buf(), tx, loaded: Mutex::new(Some(loaded)) })
     }
 
     /// What the database held at start (once; later calls get nothing).
@@ -118,6 +127,33 @@ impl StateStore {
 
     pub fn save_usage(&self, key: &QuotaKey, usage: &Usage) {
         self.send(Write::Usage(key.clone(), *usage));
+    }
+
+    /// Queues a log row; the receiver hears once it is on disk (a crash after that keeps it).
+    pub fn log(&self, row: LogRow) -> tokio::sync::oneshot::Receiver<()> {
+        let (done, committed) = tokio::sync::oneshot::channel();
+        self.send(Write::Log(Box::new(row), Some(done)));
+        committed
+    }
+
+    /// Deletes log rows older than `before_ms`.
+    pub fn prune_logs(&self, before_ms: u64) {
+        self.send(Write::PruneLogs(before_ms));
+    }
+
+    /// Runs a read-only query on its own connection (WAL readers never wait for the writer).
+    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StateError> {
+        let wrap = |source| StateError { path: self.path.display().to_string(), source };
+        let conn = Connection::open_with_flags(&self.path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(wrap)?;
+        f(&conn).map_err(wrap)
+    }
+
+    pub fn query_logs(&self, q: &LogQuery) -> Result<LogPage, StateError> {
+        self.read(|c| logs::query(c, q))
+    }
+
+    pub fn log_stats(&self, since_ms: u64) -> Result<Vec<serde_json::Value>, StateError> {
+        self.read(|c| logs::stats(c, since_ms))
     }
 
     fn send(&self, write: Write) {
@@ -193,11 +229,16 @@ fn writer(mut conn: Connection, rx: mpsc::Receiver<Write>) {
         let mut batch = vec![first];
         batch.extend(rx.try_iter());
         let mut flushed = Vec::new();
+        let mut confirmed = Vec::new();
         let result = (|| -> rusqlite::Result<()> {
             let tx = conn.transaction()?;
             for write in batch {
                 match write {
                     Write::Flush(done) => flushed.push(done),
+                    Write::Log(row, confirm) => {
+                        logs::insert(&tx, &row)?;
+                        confirmed.extend(confirm);
+                    }
                     other => apply(&tx, other)?,
                 }
             }
@@ -207,6 +248,9 @@ fn writer(mut conn: Connection, rx: mpsc::Receiver<Write>) {
             tracing::error!("state database write failed: {e}");
         }
         for done in flushed {
+            let _ = done.send(());
+        }
+        for done in confirmed {
             let _ = done.send(());
         }
     }
@@ -287,7 +331,13 @@ fn apply(tx: &rusqlite::Transaction<'_>, write: Write) -> rusqlite::Result<()> {
                 ],
             )?;
         }
-        Write::Flush(_) => {}
+        Write::PruneLogs(before) => {
+            let pruned = logs::prune(tx, before)?;
+            if pruned > 0 {
+                tracing::info!(pruned, "request logs past their retention deleted");
+            }
+        }
+        Write::Flush(_) | Write::Log(..) => {}
     }
     Ok(())
 }

@@ -30,10 +30,16 @@ pub async fn messages(
     body: Body,
 ) -> Response {
     let door = FrontDoor { name: "anthropic", id_header: "request-id", render_error: encode::error_response };
-    respond(door, handle(gw, peer.ip(), headers, body)).await
+    respond(door, |id| handle(gw, id, peer.ip(), headers, body)).await
 }
 
-async fn handle(gw: Arc<Gateway>, client_ip: IpAddr, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+async fn handle(
+    gw: Arc<Gateway>,
+    request_id: String,
+    client_ip: IpAddr,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
     let key = gw.keys.authenticate(&headers)?;
     tracing::Span::current().record("key", key.name.as_str());
     let bytes = read_body(body, gw.config.body_limit_bytes).await?;
@@ -48,9 +54,18 @@ async fn handle(gw: Arc<Gateway>, client_ip: IpAddr, headers: HeaderMap, body: B
         return Err(ApiError::invalid_request("request body must be a JSON object"));
     };
     let unified = request::to_unified(&raw)?.to_string();
-    let call =
-        Call { model: &checked.model, unified: &unified, stream: checked.stream, kind: ModelKind::Chat, client_ip };
-    match dispatch(&gw, key, call).await? {
+    let call = Call {
+        model: &checked.model,
+        unified: &unified,
+        stream: checked.stream,
+        kind: ModelKind::Chat,
+        client_ip,
+        request_id: &request_id,
+        depth: 0,
+        fusion_id: None,
+    };
+    let reply = dispatch(&gw, key, call).await?;
+    let mut response = match reply.answer {
         Answer::Complete(body) => {
             let unified: Value = serde_json::from_str(&body).map_err(|e| {
                 ApiError::new(
@@ -59,10 +74,12 @@ async fn handle(gw: Arc<Gateway>, client_ip: IpAddr, headers: HeaderMap, body: B
                     format!("adapter returned invalid JSON: {e}"),
                 )
             })?;
-            Ok(axum::Json(encode::message(&unified)).into_response())
+            axum::Json(encode::message(&unified)).into_response()
         }
-        Answer::Stream(chunks) => Ok(sse_response(chunks)),
-    }
+        Answer::Stream(chunks) => sse_response(chunks),
+    };
+    response.headers_mut().extend(reply.headers);
+    Ok(response)
 }
 
 /// Anthropic SSE: events as unified chunks arrive; `message_stop` only after a complete stream,

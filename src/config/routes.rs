@@ -1,0 +1,126 @@
+//! `routes:` — aliases with a processing mode (Keyway's): `direct`, `auto-select`, `adapter`
+//! (vision: images described as text) and `fusion` (candidates in parallel, a judge answers).
+
+use serde::{Deserialize, Serialize};
+
+use super::{GroupName, SourceName};
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// What clients send as `model`.
+    pub alias: String,
+    #[serde(default)]
+    pub group: GroupName,
+    #[serde(default)]
+    pub mode: RouteMode,
+    #[serde(default)]
+    pub providers: Vec<RouteProvider>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter_config: Option<VisionConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion_config: Option<FusionConfig>,
+}
+
+impl RouteConfig {
+    /// Enabled providers, lowest `priority` first (config order among equals).
+    pub fn enabled_providers(&self) -> Vec<&RouteProvider> {
+        let mut providers: Vec<&RouteProvider> = self.providers.iter().filter(|p| p.enabled).collect();
+        providers.sort_by_key(|p| p.priority);
+        providers
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RouteMode {
+    /// The alias names its first enabled provider; no failover.
+    #[default]
+    Direct,
+    /// Providers by priority, failing over through the scheduler.
+    AutoSelect,
+    /// Images are described by the vision route and replaced by text, then auto-select.
+    Adapter,
+    /// Every provider answers; the judge route makes the final answer.
+    Fusion,
+}
+
+impl RouteMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteMode::Direct => "direct",
+            RouteMode::AutoSelect => "auto-select",
+            RouteMode::Adapter => "adapter",
+            RouteMode::Fusion => "fusion",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteProvider {
+    pub source: SourceName,
+    /// The model as the source lists it (its `name`).
+    pub model: String,
+    /// Lower goes first; equal priorities are ordered by `channel_selection`.
+    #[serde(default)]
+    pub priority: u32,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VisionConfig {
+    /// The route (or model) that describes images.
+    pub vision_alias: String,
+    #[serde(default)]
+    pub fallback: VisionFallback,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VisionFallback {
+    /// A failed description becomes a placeholder.
+    SkipImage,
+    /// A failed description fails the request.
+    #[default]
+    Error,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FusionConfig {
+    /// The route (or model) that judges the candidates.
+    pub judge_alias: String,
+    #[serde(default)]
+    pub strategy: FusionStrategy,
+    #[serde(default = "two")]
+    pub min_candidates: usize,
+    /// Per candidate.
+    #[serde(default = "thirty")]
+    pub timeout_seconds: f64,
+}
+
+fn two() -> usize {
+    2
+}
+fn thirty() -> f64 {
+    30.0
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FusionStrategy {
+    /// The judge takes the best of each answer and writes one.
+    #[default]
+    CompareAndSynthesize,
+    /// The judge gives the answer most candidates agree on.
+    MajorityVote,
+    /// The judge ranks the answers; the best is returned verbatim.
+    Ranked,
+}

@@ -1,0 +1,243 @@
+//! The `fusion` mode: every enabled provider answers in parallel (each bounded by the route's
+//! `timeout_seconds`, failures tolerated), then the judge route writes the answer by the route's
+//! strategy. The judge streams to streaming clients; `ranked` returns the best answer verbatim.
+//! Every call logs its row under one fusion id, named in the response headers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use serde_json::{Value, json};
+
+use crate::config::{FusionConfig, FusionStrategy, RouteConfig};
+use crate::provider::ChunkStream;
+use crate::router::Planned;
+use crate::server::Gateway;
+use crate::server::auth::KeyEntry;
+use crate::server::books::LogContext;
+use crate::server::dispatch::{Answer, Call, Reply, dispatch, serve};
+use crate::server::error::ApiError;
+
+pub const FUSION_HEADER: &str = "x-switchyard-fusion";
+pub const FUSION_ID_HEADER: &str = "x-switchyard-fusion-id";
+
+/// One candidate's answer: its provider and the unified response.
+struct Answered {
+    provider: String,
+    response: Value,
+}
+
+pub async fn fuse(
+    gw: &Arc<Gateway>,
+    key: &KeyEntry,
+    call: &Call<'_>,
+    route: &RouteConfig,
+    candidates: Vec<Planned<'_>>,
+) -> Result<Reply, ApiError> {
+    let config = route.fusion_config.as_ref().expect("validated: fusion mode has fusion_config");
+    let fusion_id = uuid::Uuid::new_v4().simple().to_string();
+    let per_candidate = Duration::from_secs_f64(config.timeout_seconds);
+    let whole = Call { stream: false, fusion_id: Some(&fusion_id), ..*call };
+    let attempts = candidates.into_iter().map(|planned| {
+        let provider = planned.resolved.qualified();
+        let log = LogContext {
+            request_id: call.request_id.to_string(),
+            key: key.name.clone(),
+            route: Some(route.alias.clone()),
+            mode: "fusion",
+            fusion_id: Some(fusion_id.clone()),
+            stream: false,
+        };
+        async move {
+            let served = tokio::time::timeout(per_candidate, serve(gw, key, &whole, vec![planned], log)).await;
+            let outcome = match served {
+                Err(_) => Err(format!("no answer within {} s", config.timeout_seconds)),
+                Ok(Err(e)) => Err(e.message),
+                Ok(Ok(Reply { answer: Answer::Complete(body), .. })) => {
+                    serde_json::from_str::<Value>(&body).map_err(|e| format!("answer is not JSON: {e}"))
+                }
+                Ok(Ok(_)) => unreachable!("a non-streaming call answers whole"),
+            };
+            (provider, outcome)
+        }
+    });
+    let mut answered = Vec::new();
+    let mut failed = Vec::new();
+    for (provider, outcome) in futures::future::join_all(attempts).await {
+        match outcome {
+            Ok(response) => answered.push(Answered { provider, response }),
+            Err(why) => failed.push(format!("{provider}: {why}")),
+        }
+    }
+    if answered.len() < config.min_candidates {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "upstream_error",
+            format!(
+                "fusion route `{}` needs {} answers and got {}: {}",
+                route.alias,
+                config.min_candidates,
+                answered.len(),
+                if failed.is_empty() { "too few providers".to_string() } else { failed.join("; ") }
+            ),
+        )
+        .code("fusion_failed"));
+    }
+    tracing::info!(fusion_id, answered = answered.len(), failed = failed.len(), "fusion candidates gathered");
+
+    let mut headers = HeaderMap::new();
+    let used = answered.iter().map(|a| a.provider.as_str()).collect::<Vec<_>>().join(",");
+    headers.insert(FUSION_HEADER, HeaderValue::from_str(&used).unwrap_or(HeaderValue::from_static("")));
+    headers.insert(FUSION_ID_HEADER, HeaderValue::from_str(&fusion_id).expect("hex is a header value"));
+
+    let conversation: Value = serde_json::from_str(call.unified).unwrap_or_default();
+    let judge_stream = call.stream && config.strategy != FusionStrategy::Ranked;
+    let judge_body = judge_request(config, &conversation, &answered, judge_stream).to_string();
+    let judge = Call {
+        model: &config.judge_alias,
+        unified: &judge_body,
+        stream: judge_stream,
+        depth: call.depth + 1,
+        fusion_id: Some(&fusion_id),
+        ..*call
+    };
+    let verdict = dispatch(gw, &key.internal(), judge).await.map_err(|e| ApiError {
+        message: format!("fusion judge `{}` failed: {}", config.judge_alias, e.message),
+        ..e
+    })?;
+    if config.strategy != FusionStrategy::Ranked {
+        return Ok(Reply { answer: verdict.answer, headers });
+    }
+    let Answer::Complete(ranking) = verdict.answer else { unreachable!("the ranking call is not streamed") };
+    let ranking: Value = serde_json::from_str(&ranking).unwrap_or_default();
+    let best = best_index(ranking["choices"][0]["message"]["content"].as_str().unwrap_or_default(), answered.len());
+    let best = best.unwrap_or_else(|| {
+        tracing::warn!(fusion_id, "the judge named no candidate; answering with the first");
+        0
+    });
+    let chosen = &answered[best].response;
+    let answer = if call.stream {
+        Answer::Stream(ChunkStream::replay(as_chunks(chosen)))
+    } else {
+        Answer::Complete(chosen.to_string())
+    };
+    Ok(Reply { answer, headers })
+}
+
+/// What the judge is told: the conversation, the numbered answers, and the strategy's task.
+fn judge_request(config: &FusionConfig, conversation: &Value, answers: &[Answered], stream: bool) -> Value {
+    let task = match config.strategy {
+        FusionStrategy::CompareAndSynthesize => {
+            "Compare the candidate answers below. Write the single best answer to the user's last message, \
+             combining the correct and useful parts of each and leaving out their mistakes. \
+             Reply with that answer only, as if you were answering the user directly."
+        }
+        FusionStrategy::MajorityVote => {
+            "Find the answer that most of the candidate answers below agree on. \
+             Reply with that consensus answer only, as if you were answering the user directly."
+        }
+        FusionStrategy::Ranked => {
+            "Rank the candidate answers below from best to worst for the user's last message. \
+             Reply with only the number of the best answer."
+        }
+    };
+    let transcript = conversation["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| format!("{}: {}", m["role"].as_str().unwrap_or("user"), text_of(&m["content"])))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let candidates = answers
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("[{}]\n{}", i + 1, text_of(&a.response["choices"][0]["message"]["content"])))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let mut request = json!({
+        "model": config.judge_alias,
+        "stream": stream,
+        "messages": [
+            {"role": "system", "content": task},
+            {"role": "user", "content": format!("Conversation:\n{transcript}\n\nCandidate answers:\n{candidates}")},
+        ],
+    });
+    if stream {
+        request["stream_options"] = json!({"include_usage": true});
+    }
+    request
+}
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join(""),
+        _ => String::new(),
+    }
+}
+
+/// The first candidate number (1-based) in the judge's reply, as a 0-based index.
+fn best_index(reply: &str, count: usize) -> Option<usize> {
+    reply
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse::<usize>().ok())
+        .find(|n| (1..=count).contains(n))
+        .map(|n| n - 1)
+}
+
+/// A whole chat completion as the chunks a stream of it would have carried.
+fn as_chunks(response: &Value) -> Vec<String> {
+    let choice = &response["choices"][0];
+    let message = &choice["message"];
+    let mut delta = json!({"role": "assistant", "content": message["content"]});
+    if let Some(calls) = message["tool_calls"].as_array() {
+        let indexed: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut c = c.clone();
+                c["index"] = json!(i);
+                c
+            })
+            .collect();
+        delta["tool_calls"] = Value::Array(indexed);
+    }
+    let chunk = |choices: Value, usage: &Value| {
+        json!({"id": response["id"], "object": "chat.completion.chunk", "created": response["created"],
+               "model": response["model"], "choices": choices, "usage": usage})
+        .to_string()
+    };
+    let mut chunks = vec![
+        chunk(json!([{"index": 0, "delta": delta, "finish_reason": null}]), &Value::Null),
+        chunk(json!([{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]), &Value::Null),
+    ];
+    if response["usage"].is_object() {
+        chunks.push(chunk(json!([]), &response["usage"]));
+    }
+    chunks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_best_index_is_the_first_valid_number_in_the_reply() {
+        assert_eq!(best_index("2", 3), Some(1));
+        assert_eq!(best_index("The best is [3], then 1.", 3), Some(2));
+        assert_eq!(best_index("Answer 7 is out of range; 1 wins", 3), Some(0));
+        assert_eq!(best_index("none of them", 3), None);
+    }
+
+    #[test]
+    fn a_whole_answer_replays_as_chunks_that_add_up_to_it() {
+        let response = json!({"id": "x", "created": 1, "model": "m", "choices": [{"index": 0,
+            "message": {"role": "assistant", "content": "hi", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}});
+        let mut tally = crate::provider::Tally::default();
+        for c in as_chunks(&response) {
+            tally.add_chunk(&c);
+        }
+        assert_eq!(tally, crate::provider::Tally::of_response(&response.to_string()));
+    }
+}

@@ -1,0 +1,201 @@
+//! Request logs: one row per attempt (a fusion request writes one per candidate plus the
+//! judge's, sharing a fusion id), written by the state writer, queried with filters and paging.
+
+use rusqlite::{Connection, ToSql, params};
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS request_logs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, at_ms INTEGER NOT NULL, request_id TEXT NOT NULL,
+    key TEXT NOT NULL, route TEXT, mode TEXT NOT NULL, source TEXT NOT NULL, model TEXT NOT NULL,
+    status INTEGER, error TEXT, message TEXT, first_byte_ms INTEGER, total_ms INTEGER NOT NULL,
+    tokens_in INTEGER, tokens_out INTEGER, tokens_cached INTEGER, stream INTEGER NOT NULL,
+    affinity_hit INTEGER NOT NULL, fusion_id TEXT);
+    CREATE INDEX IF NOT EXISTS request_logs_at ON request_logs (at_ms);
+    CREATE INDEX IF NOT EXISTS request_logs_request ON request_logs (request_id);
+    CREATE INDEX IF NOT EXISTS request_logs_fusion ON request_logs (fusion_id);";
+
+/// One attempt as it ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogRow {
+    #[serde(default)]
+    pub id: i64,
+    pub at_ms: u64,
+    pub request_id: String,
+    pub key: String,
+    pub route: Option<String>,
+    /// `direct`, `auto-select`, `adapter`, `fusion`, `fusion-judge`, `vision`, `auto` or `model`.
+    pub mode: String,
+    pub source: String,
+    pub model: String,
+    /// What the attempt amounted to in HTTP terms (200 for an answer).
+    pub status: Option<u16>,
+    /// Error code (`rate_limited`, `upstream_timeout`, `stream_truncated`, `client_closed`...).
+    pub error: Option<String>,
+    pub message: Option<String>,
+    pub first_byte_ms: Option<u64>,
+    pub total_ms: u64,
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+    pub tokens_cached: Option<u64>,
+    pub stream: bool,
+    pub affinity_hit: bool,
+    pub fusion_id: Option<String>,
+}
+
+pub fn insert(conn: &Connection, r: &LogRow) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO request_logs (at_ms, request_id, key, route, mode, source, model, status, error, message,
+             first_byte_ms, total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+        params![
+            r.at_ms as i64,
+            r.request_id,
+            r.key,
+            r.route,
+            r.mode,
+            r.source,
+            r.model,
+            r.status,
+            r.error,
+            r.message,
+            r.first_byte_ms.map(|v| v as i64),
+            r.total_ms as i64,
+            r.tokens_in.map(|v| v as i64),
+            r.tokens_out.map(|v| v as i64),
+            r.tokens_cached.map(|v| v as i64),
+            r.stream,
+            r.affinity_hit,
+            r.fusion_id
+        ],
+    )?;
+    Ok(())
+}
+
+/// Filters of the log query; every one optional. Newest first.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogQuery {
+    pub key: Option<String>,
+    pub route: Option<String>,
+    pub mode: Option<String>,
+    pub source: Option<String>,
+    pub model: Option<String>,
+    pub status: Option<u16>,
+    /// `true`: only rows with an error; `false`: only without.
+    pub errors: Option<bool>,
+    pub request_id: Option<String>,
+    pub fusion_id: Option<String>,
+    pub since_ms: Option<u64>,
+    pub until_ms: Option<u64>,
+    pub limit: Option<u32>,
+    pub offset: Option<u32>,
+}
+
+pub const MAX_PAGE: u32 = 500;
+
+/// A page of rows and how many match in all.
+#[derive(Debug, Serialize)]
+pub struct LogPage {
+    pub total: u64,
+    pub limit: u32,
+    pub offset: u32,
+    pub rows: Vec<LogRow>,
+}
+
+pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
+    let mut clauses: Vec<&str> = Vec::new();
+    let mut args: Vec<Box<dyn ToSql>> = Vec::new();
+    let mut text = |clause: &'static str, value: &Option<String>, clauses: &mut Vec<&str>| {
+        if let Some(v) = value {
+            clauses.push(clause);
+            args.push(Box::new(v.clone()));
+        }
+    };
+    text("key = ?", &q.key, &mut clauses);
+    text("route = ?", &q.route, &mut clauses);
+    text("mode = ?", &q.mode, &mut clauses);
+    text("source = ?", &q.source, &mut clauses);
+    text("model = ?", &q.model, &mut clauses);
+    text("request_id = ?", &q.request_id, &mut clauses);
+    text("fusion_id = ?", &q.fusion_id, &mut clauses);
+    if let Some(status) = q.status {
+        clauses.push("status = ?");
+        args.push(Box::new(status));
+    }
+    match q.errors {
+        Some(true) => clauses.push("error IS NOT NULL"),
+        Some(false) => clauses.push("error IS NULL"),
+        None => {}
+    }
+    if let Some(since) = q.since_ms {
+        clauses.push("at_ms >= ?");
+        args.push(Box::new(since as i64));
+    }
+    if let Some(until) = q.until_ms {
+        clauses.push("at_ms < ?");
+        args.push(Box::new(until as i64));
+    }
+    let filter = if clauses.is_empty() { String::new() } else { format!(" WHERE {}", clauses.join(" AND ")) };
+    let refs: Vec<&dyn ToSql> = args.iter().map(|a| a.as_ref()).collect();
+    let total: i64 =
+        conn.query_row(&format!("SELECT COUNT(*) FROM request_logs{filter}"), refs.as_slice(), |r| r.get(0))?;
+    let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+    let offset = q.offset.unwrap_or(0);
+    let sql = format!(
+        "SELECT id, at_ms, request_id, key, route, mode, source, model, status, error, message, first_byte_ms,
+             total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id
+         FROM request_logs{filter} ORDER BY id DESC LIMIT {limit} OFFSET {offset}"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let opt = |v: Option<i64>| v.map(|v| v as u64);
+    let rows = stmt
+        .query_map(refs.as_slice(), |r| {
+            Ok(LogRow {
+                id: r.get(0)?,
+                at_ms: r.get::<_, i64>(1)? as u64,
+                request_id: r.get(2)?,
+                key: r.get(3)?,
+                route: r.get(4)?,
+                mode: r.get(5)?,
+                source: r.get(6)?,
+                model: r.get(7)?,
+                status: r.get(8)?,
+                error: r.get(9)?,
+                message: r.get(10)?,
+                first_byte_ms: opt(r.get(11)?),
+                total_ms: r.get::<_, i64>(12)? as u64,
+                tokens_in: opt(r.get(13)?),
+                tokens_out: opt(r.get(14)?),
+                tokens_cached: opt(r.get(15)?),
+                stream: r.get(16)?,
+                affinity_hit: r.get(17)?,
+                fusion_id: r.get(18)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(LogPage { total: total as u64, limit, offset, rows })
+}
+
+/// Per (source, model) since a moment: requests, errors, tokens and latencies.
+pub fn stats(conn: &Connection, since_ms: u64) -> rusqlite::Result<Vec<serde_json::Value>> {
+    let mut stmt = conn.prepare(
+        "SELECT source, model, COUNT(*), SUM(error IS NOT NULL), SUM(COALESCE(tokens_in, 0)),
+             SUM(COALESCE(tokens_out, 0)), AVG(first_byte_ms), AVG(total_ms)
+         FROM request_logs WHERE at_ms >= ?1 GROUP BY source, model ORDER BY source, model",
+    )?;
+    let rows = stmt.query_map([since_ms as i64], |r| {
+        Ok(serde_json::json!({
+            "source": r.get::<_, String>(0)?, "model": r.get::<_, String>(1)?,
+            "requests": r.get::<_, i64>(2)?, "errors": r.get::<_, i64>(3)?,
+            "tokens_in": r.get::<_, i64>(4)?, "tokens_out": r.get::<_, i64>(5)?,
+            "avg_first_byte_ms": r.get::<_, Option<f64>>(6)?.map(f64::round),
+            "avg_total_ms": r.get::<_, Option<f64>>(7)?.map(f64::round),
+        }))
+    })?;
+    rows.collect()
+}
+
+/// Deletes rows older than `before_ms`; returns how many.
+pub fn prune(conn: &Connection, before_ms: u64) -> rusqlite::Result<usize> {
+    conn.execute("DELETE FROM request_logs WHERE at_ms < ?1", [before_ms as i64])
+}
