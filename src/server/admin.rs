@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use super::Gateway;
 use super::error::ApiError;
 use crate::scheduler::{Admission, SlotKey, probe_budget, score};
+use crate::state::LogQuery;
 
 fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(token) = &gw.config.admin_token else {
@@ -136,4 +137,55 @@ pub async fn reset_stats(
     let reset = gw.scheduler.reset_stats(request.source.as_deref(), request.model.as_deref());
     tracing::info!(reset, source = ?request.source, model = ?request.model, "admin reset scorer stats");
     Ok(Json(json!({"reset": reset})))
+}
+
+/// `GET /admin/api/logs?key=&route=&mode=&source=&model=&status=&errors=&request_id=&fusion_id=&since_ms=&until_ms=&limit=&offset=`:
+/// request-log rows, newest first, with the total that match.
+pub async fn logs(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&gw, &headers)?;
+    let query: LogQuery = serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
+        .map_err(|e| ApiError::invalid_request(format!("bad log query: {e}")))?;
+    let state = gw.state.clone().ok_or_else(no_state)?;
+    let page = tokio::task::spawn_blocking(move || state.query_logs(&query))
+        .await
+        .map_err(|e| internal(e.to_string()))?
+        .map_err(|e| internal(e.to_string()))?;
+    Ok(Json(serde_json::to_value(page).expect("log rows serialize")))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatsQuery {
+    since_ms: Option<u64>,
+}
+
+/// `GET /admin/api/stats?since_ms=`: per (source, model) requests, errors, tokens and average
+/// latencies from the request logs (default: the last 24 hours).
+pub async fn stats(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&gw, &headers)?;
+    let query: StatsQuery = serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
+        .map_err(|e| ApiError::invalid_request(format!("bad stats query: {e}")))?;
+    let since = query.since_ms.unwrap_or(gw.scheduler.now().0.saturating_sub(86_400_000));
+    let state = gw.state.clone().ok_or_else(no_state)?;
+    let rows = tokio::task::spawn_blocking(move || state.log_stats(since))
+        .await
+        .map_err(|e| internal(e.to_string()))?
+        .map_err(|e| internal(e.to_string()))?;
+    Ok(Json(json!({"since_ms": since, "sources": rows})))
+}
+
+fn no_state() -> ApiError {
+    internal("this gateway runs without a state database".into())
+}
+
+fn internal(message: String) -> ApiError {
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "api_error", message)
 }

@@ -84,6 +84,8 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/admin/api/cooldowns/clear", post(admin::clear_cooldowns))
         .route("/admin/api/affinity/clear", post(admin::clear_affinity))
         .route("/admin/api/stats/reset", post(admin::reset_stats))
+        .route("/admin/api/logs", get(admin::logs))
+        .route("/admin/api/stats", get(admin::stats))
         .fallback(not_found)
         .with_state(gateway)
 }

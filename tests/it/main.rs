@@ -12,6 +12,7 @@ mod failover;
 mod gemini_upstream;
 mod kill_restart;
 mod messages;
+mod modes;
 mod ollama_upstream;
 mod openai_client;
 mod plugin_host;

@@ -37,7 +37,14 @@ pub async fn fuse(
     let config = route.fusion_config.as_ref().expect("validated: fusion mode has fusion_config");
     let fusion_id = uuid::Uuid::new_v4().simple().to_string();
     let per_candidate = Duration::from_secs_f64(config.timeout_seconds);
-    let whole = Call { stream: false, fusion_id: Some(&fusion_id), ..*call };
+    // Candidates answer whole, whatever the client asked: the judge needs every answer.
+    let mut request: Value = serde_json::from_str(call.unified).unwrap_or_default();
+    if let Some(fields) = request.as_object_mut() {
+        fields.insert("stream".into(), Value::Bool(false));
+        fields.remove("stream_options");
+    }
+    let whole_body = request.to_string();
+    let whole = Call { stream: false, unified: &whole_body, fusion_id: Some(&fusion_id), ..*call };
     let attempts = candidates.into_iter().map(|planned| {
         let provider = planned.resolved.qualified();
         let log = LogContext {
@@ -90,7 +97,7 @@ pub async fn fuse(
     headers.insert(FUSION_HEADER, HeaderValue::from_str(&used).unwrap_or(HeaderValue::from_static("")));
     headers.insert(FUSION_ID_HEADER, HeaderValue::from_str(&fusion_id).expect("hex is a header value"));
 
-    let conversation: Value = serde_json::from_str(call.unified).unwrap_or_default();
+    let conversation = request;
     let judge_stream = call.stream && config.strategy != FusionStrategy::Ranked;
     let judge_body = judge_request(config, &conversation, &answered, judge_stream).to_string();
     let judge = Call {

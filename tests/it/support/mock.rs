@@ -210,7 +210,33 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
     state.requests.lock().unwrap().push(Recorded { headers, body: body.clone() });
     let model = body["model"].as_str().unwrap_or_default().to_string();
     let streaming = body["stream"].as_bool().unwrap_or(false);
+    if let Some(text) = model.strip_prefix("say:") {
+        return said(&model, text, streaming);
+    }
     match model.as_str() {
+        // Describes the first image it is shown by its URL; fails on URLs containing "broken".
+        "vision" => {
+            let url = body["messages"][0]["content"][1]["image_url"]["url"].as_str().unwrap_or_default().to_string();
+            if url.contains("broken") {
+                return (StatusCode::INTERNAL_SERVER_ERROR, "vision model crashed").into_response();
+            }
+            said(&model, &format!("a picture at {url}"), streaming)
+        }
+        // Ranks (answers with the number of the longest candidate) or judges (names how many
+        // candidates it saw and the first line of each).
+        "judge" => {
+            let task = body["messages"][0]["content"].as_str().unwrap_or_default();
+            let user = body["messages"][1]["content"].as_str().unwrap_or_default();
+            let answers: Vec<&str> = user.split("\n[").skip(1).map(|a| a.split_once("]\n").map_or("", |x| x.1).trim()).collect();
+            if task.contains("number of the best") {
+                let best = (0..answers.len()).max_by_key(|i| answers[*i].len()).map_or(0, |i| i + 1);
+                return said(&model, &best.to_string(), streaming);
+            }
+            let verdict = format!("judged {} answers: {}", answers.len(), answers.join(" + "));
+            said(&model, &verdict, streaming)
+        }
+        // Never answers.
+        "hang" => futures::future::pending::<Response>().await,
         "error-429" => (
             StatusCode::TOO_MANY_REQUESTS,
             [(header::CONTENT_TYPE, "application/json"), (header::RETRY_AFTER, "20")],
@@ -253,6 +279,41 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
 }
 
 use futures::StreamExt;
+
+/// A chat completion (or its stream) whose answer is `text`, 10 + len/4 tokens.
+fn said(model: &str, text: &str, streaming: bool) -> Response {
+    let usage = serde_json::json!({"prompt_tokens": 10, "completion_tokens": text.len() / 4, "total_tokens": 10 + text.len() / 4});
+    if !streaming {
+        let body = serde_json::json!({"id": "chatcmpl-said", "object": "chat.completion", "created": 1, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": usage});
+        return (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response();
+    }
+    let chunk = |choices: Value, usage: Value| {
+        format!(
+            "data: {}\n\n",
+            serde_json::json!({"id": "chatcmpl-said", "object": "chat.completion.chunk",
+            "created": 1, "model": model, "choices": choices, "usage": usage})
+        )
+    };
+    let mut events = vec![chunk(
+        serde_json::json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]),
+        Value::Null,
+    )];
+    // Two pieces, so streaming is visible.
+    let mid = text.char_indices().nth(text.chars().count() / 2).map_or(text.len(), |(i, _)| i);
+    let (a, b) = text.split_at(mid);
+    for piece in [a, b] {
+        events.push(chunk(
+            serde_json::json!([{"index": 0, "delta": {"content": piece}, "finish_reason": null}]),
+            Value::Null,
+        ));
+    }
+    events.push(chunk(serde_json::json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]), Value::Null));
+    events.push(chunk(serde_json::json!([]), usage));
+    events.push("data: [DONE]\n\n".to_string());
+    sse_body(futures::stream::iter(events.into_iter().map(|e| Ok(Bytes::from(e))).collect::<Vec<_>>()))
+}
 
 fn sse_body(events: impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static) -> Response {
     Response::builder().header(header::CONTENT_TYPE, "text/event-stream").body(Body::from_stream(events)).unwrap()
