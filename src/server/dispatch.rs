@@ -221,7 +221,7 @@ pub async fn serve(
     let operation = match call.kind {
         ModelKind::Chat => Operation::Chat,
         ModelKind::Embedding => Operation::Embedding,
-        ModelKind::Image => return Err(ApiError::invalid_request("image generation is not available yet")),
+        ModelKind::Image => Operation::Image,
     };
     let conversation = Conversation::of(&key.name, call);
     let plan = gw.scheduler.plan(candidates, call.model, conversation.query.as_deref());

@@ -7,6 +7,7 @@ mod chat;
 mod dispatch;
 mod embeddings;
 mod error;
+mod images;
 mod messages;
 mod models;
 mod modes;
@@ -78,6 +79,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/messages", post(messages::messages))
         .route("/v1/embeddings", post(embeddings::embeddings))
+        .route("/v1/images/generations", post(images::images))
         .route("/v1/models", get(models::list_models))
         .route("/health", get(models::health))
         .route("/admin/api/health", get(admin::health))

@@ -10,6 +10,7 @@ mod deepseek_upstream;
 mod embeddings;
 mod failover;
 mod gemini_upstream;
+mod images;
 mod kill_restart;
 mod messages;
 mod modes;

@@ -36,8 +36,14 @@ impl GuestSession for Session {
     }
 
     fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
-        if self.ctx.operation == Operation::Embedding {
-            return Err(adapter_error(ErrorKind::Unsupported, "Anthropic has no embeddings API"));
+        match self.ctx.operation {
+            Operation::Embedding => {
+                return Err(adapter_error(ErrorKind::Unsupported, "Anthropic has no embeddings API"));
+            }
+            Operation::Image => {
+                return Err(adapter_error(ErrorKind::Unsupported, "Anthropic has no image generation API"));
+            }
+            Operation::Chat => {}
         }
         let unified = adapter_kit::parse_request(&request)?;
         self.stream.borrow_mut().include_usage = unified::wants_stream_usage(&unified);

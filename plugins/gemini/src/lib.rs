@@ -2,6 +2,7 @@
 //! `streamGenerateContent?alt=sse`, `x-goog-api-key`). base_url e.g.
 //! `https://generativelanguage.googleapis.com/v1beta`.
 
+mod images;
 mod request;
 
 use std::cell::RefCell;
@@ -38,6 +39,8 @@ struct StreamState {
 struct Session {
     ctx: SourceContext,
     stream: RefCell<StreamState>,
+    /// An images request asked for `response_format: url`.
+    image_urls: std::cell::Cell<bool>,
 }
 
 /// What one GenerateContentResponse holds, in unified terms.
@@ -106,7 +109,7 @@ impl Session {
 
 impl GuestSession for Session {
     fn new(ctx: SourceContext) -> Self {
-        Session { ctx, stream: RefCell::new(StreamState::default()) }
+        Session { ctx, stream: RefCell::new(StreamState::default()), image_urls: std::cell::Cell::new(false) }
     }
 
     fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
@@ -124,6 +127,11 @@ impl GuestSession for Session {
                 })
                 .collect();
             return Ok(self.post(&format!("{model}:batchEmbedContents"), json!({"requests": requests})));
+        }
+        if self.ctx.operation == Operation::Image {
+            self.image_urls.set(unified.get("response_format").and_then(Value::as_str) == Some("url"));
+            let (path, body) = images::request(&self.ctx.upstream_model, &unified);
+            return Ok(self.post(&path, body));
         }
         self.stream.borrow_mut().include_usage = unified::wants_stream_usage(&unified);
         let streaming = unified.get("stream").and_then(Value::as_bool) == Some(true);
@@ -145,6 +153,9 @@ impl GuestSession for Session {
                 .map(|e| e["values"].clone())
                 .collect();
             return Ok(unified::embedding_list(&self.ctx.upstream_model, vectors, None));
+        }
+        if self.ctx.operation == Operation::Image {
+            return images::response(&value, self.image_urls.get());
         }
         if value.get("candidates").and_then(Value::as_array).is_none_or(Vec::is_empty) {
             let reason = value["promptFeedback"]["blockReason"].as_str().unwrap_or("no candidates");

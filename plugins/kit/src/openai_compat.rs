@@ -75,6 +75,7 @@ impl<D: Dialect> GuestSession for Session<D> {
         let path = match self.ctx.operation {
             Operation::Chat => setting(&self.ctx, "path").unwrap_or("/chat/completions"),
             Operation::Embedding => setting(&self.ctx, "embeddings_path").unwrap_or("/embeddings"),
+            Operation::Image => setting(&self.ctx, "images_path").unwrap_or("/images/generations"),
         };
         Ok(HttpRequest {
             method: "POST".into(),
@@ -92,7 +93,7 @@ impl<D: Dialect> GuestSession for Session<D> {
         let mut value = value;
         let list = match self.ctx.operation {
             Operation::Chat => "choices",
-            Operation::Embedding => "data",
+            Operation::Embedding | Operation::Image => "data",
         };
         if value.get(list).and_then(Value::as_array).is_none() {
             return Err(adapter_error(ErrorKind::InvalidResponse, &format!("upstream response has no `{list}` array")));

@@ -51,6 +51,9 @@ impl GuestSession for Session {
             Operation::Embedding => {
                 (json!({"model": self.ctx.upstream_model, "input": unified::embedding_inputs(&unified)}), "/api/embed")
             }
+            Operation::Image => {
+                return Err(adapter_error(ErrorKind::Unsupported, "Ollama has no image generation API"));
+            }
         };
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
         if !self.ctx.api_key.is_empty() {

@@ -32,6 +32,9 @@ pub const GEMINI_TOOLS_SSE: &str = include_str!("../../fixtures/gemini/tools.sse
 pub const GEMINI_ERROR_429: &str = include_str!("../../fixtures/gemini/error_429.json");
 pub const OPENAI_EMBEDDINGS: &str = include_str!("../../fixtures/openai/embeddings.json");
 pub const GEMINI_BATCH_EMBED: &str = include_str!("../../fixtures/gemini/batch_embed.json");
+pub const OPENAI_IMAGES: &str = include_str!("../../fixtures/openai/images.json");
+pub const IMAGEN_PREDICT: &str = include_str!("../../fixtures/gemini/imagen_predict.json");
+pub const GEMINI_IMAGE: &str = include_str!("../../fixtures/gemini/generate_image.json");
 pub const OLLAMA_EMBED: &str = include_str!("../../fixtures/ollama/embed.json");
 pub const CLAUDE_MESSAGE: &str = include_str!("../../fixtures/anthropic/message.json");
 pub const CLAUDE_TEXT_SSE: &str = include_str!("../../fixtures/anthropic/text.sse");
@@ -90,6 +93,7 @@ impl MockUpstream {
             .route("/v1/messages", post(messages))
             .route("/api/chat", post(ollama))
             .route("/v1/embeddings", post(fixed(OPENAI_EMBEDDINGS)))
+            .route("/v1/images/generations", post(fixed(OPENAI_IMAGES)))
             .route("/api/embed", post(fixed(OLLAMA_EMBED)))
             .route("/v1beta/models/{call}", post(gemini))
             .with_state(state.clone());
@@ -148,6 +152,8 @@ async fn gemini(
     match (model, method) {
         ("gemini-quota", _) => json(StatusCode::TOO_MANY_REQUESTS, GEMINI_ERROR_429),
         (_, "batchEmbedContents") => json(StatusCode::OK, GEMINI_BATCH_EMBED),
+        (_, "predict") => json(StatusCode::OK, IMAGEN_PREDICT),
+        ("gemini-image", "generateContent") => json(StatusCode::OK, GEMINI_IMAGE),
         (_, "generateContent") => json(StatusCode::OK, GEMINI_JSON),
         ("gemini-tools", _) => sse_body(futures::stream::iter(gemini_events(GEMINI_TOOLS_SSE))),
         ("gemini-cut", _) => {

@@ -1,0 +1,87 @@
+//! `POST /v1/images/generations`: OpenAI's image endpoint for `kind: image` models and the
+//! `auto_image` chain, through the source's adapter (openai, gemini).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::Gateway;
+use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
+use super::error::ApiError;
+use super::request::{parse_json, read_body};
+use crate::config::ModelKind;
+use crate::router::AUTO;
+
+#[allow(dead_code)] // fields exist to be type-checked
+#[derive(Debug, Deserialize)]
+struct ImagesRequest {
+    /// Absent: `AUTO` (the `auto_image` chain).
+    model: Option<String>,
+    prompt: String,
+    n: Option<u32>,
+    size: Option<String>,
+    quality: Option<String>,
+    style: Option<String>,
+    response_format: Option<String>,
+    stream: Option<bool>,
+}
+
+pub async fn images(
+    State(gw): State<Arc<Gateway>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let door = FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
+    respond(door, |id| handle(gw, id, peer.ip(), headers, body)).await
+}
+
+async fn handle(
+    gw: Arc<Gateway>,
+    request_id: String,
+    client_ip: IpAddr,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let key = gw.keys.authenticate(&headers)?;
+    tracing::Span::current().record("key", key.name.as_str());
+    let bytes = read_body(body, gw.config.body_limit_bytes).await?;
+    let request: ImagesRequest = parse_json(&bytes)?;
+    if request.prompt.trim().is_empty() {
+        return Err(ApiError::invalid_request("`prompt` must not be empty").param("prompt"));
+    }
+    if request.stream == Some(true) {
+        return Err(ApiError::invalid_request("streaming image generation is not supported").param("stream"));
+    }
+    if let Some(n) = request.n
+        && !(1..=10).contains(&n)
+    {
+        return Err(ApiError::invalid_request("`n` must be between 1 and 10").param("n"));
+    }
+    let model = request.model.unwrap_or_else(|| AUTO.to_string());
+    tracing::Span::current().record("model", &*model);
+    // The adapter gets the body with the model it resolved to filled in.
+    let mut unified: Value = serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid_request(e.to_string()))?;
+    unified["model"] = Value::String(model.clone());
+    let unified = unified.to_string();
+    let call = Call {
+        model: &model,
+        unified: &unified,
+        stream: false,
+        kind: ModelKind::Image,
+        client_ip,
+        request_id: &request_id,
+        depth: 0,
+        fusion_id: None,
+    };
+    match dispatch(&gw, key, call).await?.answer {
+        Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
+        Answer::Stream(_) => Err(ApiError::invalid_request("image generation cannot be streamed")),
+    }
+}
