@@ -11,10 +11,10 @@ use serde_yaml::{Mapping, Value};
 use super::env::expand;
 use super::error::{ConfigError, FieldError};
 use super::locate::LineIndex;
-use super::runtime::{AutoChains, ChainSlot, SlotConfig};
+use super::runtime::{AutoChains, ChainSlot, RuntimeFile, SlotConfig, merge};
 use super::{
-    ChannelSelection, Config, KeyConfig, ModelKind, RouteConfig, RouteMode, SandboxConfig, Secret, SourceConfig,
-    SourceName,
+    ChannelSelection, Config, KeyConfig, KeyName, ModelKind, RouteConfig, RouteMode, SandboxConfig, Secret,
+    SourceConfig, SourceName,
 };
 use crate::scheduler::{AffinityPolicy, CooldownPolicy, Period, Quota, ScoringPolicy};
 
@@ -44,26 +44,55 @@ const TOP_LEVEL: &[&str] = &[
 pub fn load(file: &Path, adapters: &[&str]) -> Result<Config, ConfigError> {
     let text =
         std::fs::read_to_string(file).map_err(|source| ConfigError::Read { file: file.to_path_buf(), source })?;
-    let mut config = load_str(&text, file, &|name| std::env::var(name).ok(), adapters)?;
-    match std::fs::read_to_string(&config.runtime_file) {
-        Ok(text) => config.auto = load_runtime_str(&text, &config.runtime_file.clone(), &config)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(source) => return Err(ConfigError::Read { file: config.runtime_file.clone(), source }),
+    let config = load_str(&text, file, &|name| std::env::var(name).ok(), adapters)?;
+    let runtime_file = config.runtime_file.clone();
+    match std::fs::read_to_string(&runtime_file) {
+        Ok(text) => load_runtime_str(&text, &runtime_file, &config, adapters),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(config),
+        Err(source) => Err(ConfigError::Read { file: runtime_file, source }),
     }
-    Ok(config)
 }
 
-/// Reads the runtime file's AUTO chains, checking every slot against `config`'s sources.
-pub fn load_runtime_str(text: &str, file: &Path, config: &Config) -> Result<AutoChains, ConfigError> {
-    const KNOWN: &[&str] = &["auto", "auto_image"];
+/// `base` with the runtime file `text` merged in; errors (of types and of meaning, all at
+/// once) name the runtime file's lines.
+pub fn load_runtime_str(text: &str, file: &Path, base: &Config, adapters: &[&str]) -> Result<Config, ConfigError> {
+    let (runtime, mut errors) = parse_runtime(text);
+    match with_runtime(base, &runtime, adapters) {
+        Ok(config) if errors.is_empty() => return Ok(config),
+        Ok(_) => {}
+        Err(more) => errors.extend(more),
+    }
+    let index = LineIndex::new(text);
+    for e in &mut errors {
+        e.line = e.line.or_else(|| index.line(&e.path));
+    }
+    errors.sort_by_key(|e| e.line.unwrap_or(0));
+    Err(ConfigError::Invalid { file: file.to_path_buf(), errors })
+}
+
+/// The runtime file's text as its typed form, entry by entry, so one bad entry does not hide
+/// the others (those that do not parse are left out, with an error each).
+fn parse_runtime(text: &str) -> (RuntimeFile, Vec<FieldError>) {
+    const KNOWN: &[&str] = &[
+        "sources",
+        "deleted_sources",
+        "source_templates",
+        "auto",
+        "auto_image",
+        "routes",
+        "deleted_routes",
+        "keys",
+        "deleted_keys",
+        "key_scopes",
+    ];
     let env = |_: &str| None;
     let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env: &env };
     let top = match serde_yaml::from_str::<Value>(text) {
-        Ok(Value::Null) => Some(Mapping::new()),
-        Ok(Value::Mapping(top)) => Some(top),
+        Ok(Value::Null) => Mapping::new(),
+        Ok(Value::Mapping(top)) => top,
         Ok(_) => {
-            c.error("", "the runtime file must be a mapping (auto:, auto_image:)", "start from an empty file");
-            None
+            c.error("", "the runtime file must be a mapping (auto:, routes:, ...)", "start from an empty file");
+            Mapping::new()
         }
         Err(e) => {
             c.errors.push(FieldError {
@@ -72,25 +101,73 @@ pub fn load_runtime_str(text: &str, file: &Path, config: &Config) -> Result<Auto
                 message: format!("not valid YAML: {e}"),
                 fix: "correct the YAML syntax on that line".into(),
             });
-            None
+            Mapping::new()
         }
     };
-    let chains = top.map(|top| {
-        for key in top.keys().filter_map(Value::as_str).filter(|k| !KNOWN.contains(k)) {
-            c.error(key, format!("unknown setting `{key}`"), format!("known settings: {}", KNOWN.join(", ")));
-        }
-        let auto: Vec<SlotConfig> = c.list(&top, "auto");
-        let auto_image: Option<Vec<SlotConfig>> = top.contains_key("auto_image").then(|| c.list(&top, "auto_image"));
-        AutoChains {
-            chat: c.chain(&auto, "auto", config, ModelKind::Chat),
-            image: auto_image.map(|slots| c.chain(&slots, "auto_image", config, ModelKind::Image)),
-        }
-    });
-    c.errors.sort_by_key(|e| e.line.unwrap_or(0));
-    match chains {
-        Some(chains) if c.errors.is_empty() => Ok(chains),
-        _ => Err(ConfigError::Invalid { file: file.to_path_buf(), errors: c.errors }),
+    for key in top.keys().filter_map(Value::as_str).filter(|k| !KNOWN.contains(k)) {
+        c.error(key, format!("unknown setting `{key}`"), format!("known settings: {}", KNOWN.join(", ")));
     }
+    let runtime = RuntimeFile {
+        sources: c.list(&top, "sources"),
+        deleted_sources: c.field(&top, "deleted_sources").unwrap_or_default(),
+        source_templates: c.list(&top, "source_templates"),
+        auto: c.list(&top, "auto"),
+        auto_image: top.contains_key("auto_image").then(|| c.list(&top, "auto_image")),
+        routes: c.list(&top, "routes"),
+        deleted_routes: c.field(&top, "deleted_routes").unwrap_or_default(),
+        keys: c.list(&top, "keys"),
+        deleted_keys: c.field(&top, "deleted_keys").unwrap_or_default(),
+        key_scopes: c.field(&top, "key_scopes").unwrap_or_default(),
+    };
+    (runtime, c.errors)
+}
+
+/// The effective configuration: `base` with `runtime` merged in by name, every runtime entry
+/// checked as config.yaml's are (paths are the runtime file's).
+pub fn with_runtime(base: &Config, runtime: &RuntimeFile, adapters: &[&str]) -> Result<Config, Vec<FieldError>> {
+    let env = |_: &str| None;
+    let mut c = Collector { index: LineIndex::default(), errors: Vec::new(), env: &env };
+    let mut config = merge(base, runtime);
+    let mut known: Vec<String> = adapters.iter().map(|s| s.to_string()).collect();
+    known.extend(wasm_stems(&base.adapter_dir));
+    c.check_sources(&runtime.sources, &known);
+    c.check_routes(&runtime.routes, &config.sources);
+    for (i, name) in runtime.deleted_sources.iter().enumerate() {
+        if !base.sources.iter().any(|s| &s.name == name) {
+            c.error(&format!("deleted_sources[{i}]"), format!("no base source named `{name}`"), "remove the entry");
+        }
+    }
+    // A route of the merged config may name a source that was deleted.
+    for (i, r) in config.routes.iter().enumerate() {
+        if let Some(p) = r.providers.iter().find(|p| !config.sources.iter().any(|s| s.name == p.source)) {
+            c.error(
+                &format!("routes[{i}]"),
+                format!("route `{}` uses source `{}`, which no longer exists", r.alias, p.source),
+                "remove that provider from the route first, or keep the source",
+            );
+        }
+    }
+    let mut names: HashSet<&KeyName> = config.keys.iter().map(|k| &k.name).collect();
+    for (i, k) in runtime.keys.iter().enumerate() {
+        if !names.insert(&k.name) {
+            c.error(&format!("keys[{i}].name"), format!("key name `{}` is used twice", k.name), "give every key its own name");
+        }
+        if k.key_sha256.len() != 64 || !k.key_sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            c.error(&format!("keys[{i}].key_sha256"), "is not a sha256 digest in hex", "create keys through the admin API");
+        }
+    }
+    for (i, t) in runtime.source_templates.iter().enumerate() {
+        if let Err(e) = t.instantiate(&SourceName::new("template-check"), &Secret::default()) {
+            c.error(&format!("source_templates[{i}]"), format!("template `{}` does not make a valid source: {e}", t.name), "correct that field");
+        }
+    }
+    config.auto = AutoChains {
+        chat: c.chain(&runtime.auto, "auto", &config, ModelKind::Chat),
+        image: runtime.auto_image.as_ref().map(|slots| c.chain(slots, "auto_image", &config, ModelKind::Image)),
+    };
+    config.runtime_keys = runtime.keys.clone();
+    config.source_templates = runtime.source_templates.clone();
+    if c.errors.is_empty() { Ok(config) } else { Err(c.errors) }
 }
 
 pub fn load_str(
@@ -233,6 +310,8 @@ impl Collector<'_> {
             sources,
             routes,
             auto: AutoChains::default(),
+            runtime_keys: Vec::new(),
+            source_templates: Vec::new(),
         })
     }
 

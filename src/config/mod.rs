@@ -14,16 +14,16 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub use error::{ConfigError, FieldError};
-pub use load::{load, load_runtime_str, load_str};
+pub use load::{load, load_runtime_str, load_str, with_runtime};
 pub use names::{AdapterName, GroupName, KeyName, Secret, SourceName, mask};
 pub use routes::{FusionConfig, FusionStrategy, RouteConfig, RouteMode, RouteProvider, VisionConfig, VisionFallback};
-pub use runtime::{AutoChains, ChainSlot, SlotConfig};
+pub use runtime::{AutoChains, ChainSlot, RuntimeFile, RuntimeKey, SlotConfig, SourceTemplate, merge};
 
 use crate::plugin::SandboxLimits;
-use crate::scheduler::{AffinityPolicy, CooldownPolicy, ScoringPolicy};
+use crate::scheduler::{AffinityPolicy, CooldownPolicy, PeriodName, ScoringPolicy};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -54,6 +54,10 @@ pub struct Config {
     pub routes: Vec<RouteConfig>,
     /// The AUTO chains from `runtime_file`.
     pub auto: AutoChains,
+    /// Keys created at run time (their secrets' digests); `keys` holds config.yaml's.
+    pub runtime_keys: Vec<RuntimeKey>,
+    /// Templates for new sources.
+    pub source_templates: Vec<SourceTemplate>,
 }
 
 /// How candidates of one tier are ordered.
@@ -137,15 +141,22 @@ pub struct KeyConfig {
     /// The route group whose routes this key sees.
     #[serde(default)]
     pub group: GroupName,
+    /// Tokens this key may use per `period`; unset = unlimited.
+    #[serde(default)]
+    pub token_quota: Option<u64>,
+    #[serde(default)]
+    pub period: PeriodName,
+    #[serde(default)]
+    pub hours: Option<u32>,
 }
 
 /// One upstream endpoint + account.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourceConfig {
     pub name: SourceName,
     pub base_url: String,
-    #[serde(default)]
+    #[serde(default, serialize_with = "names::expose_secret")]
     pub api_key: Secret,
     #[serde(default = "default_adapter")]
     pub adapter: AdapterName,
@@ -209,7 +220,7 @@ impl SourceConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// What clients ask for.
@@ -227,7 +238,7 @@ impl ModelConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelKind {
     #[default]

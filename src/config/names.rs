@@ -102,6 +102,12 @@ impl fmt::Display for Secret {
     }
 }
 
+/// For the one place a secret is written out: the runtime file, which holds runtime sources'
+/// upstream keys (it lives in `data_dir`, like the state database). Never for API answers.
+pub fn expose_secret<S: serde::Serializer>(secret: &Secret, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&secret.0)
+}
+
 impl<'de> Deserialize<'de> for Secret {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         String::deserialize(deserializer).map(Secret)

@@ -2,6 +2,7 @@
 //! (vision: images described as text) and `fusion` (candidates in parallel, a judge answers).
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use super::{GroupName, SourceName};
 
@@ -23,6 +24,16 @@ pub struct RouteConfig {
 }
 
 impl RouteConfig {
+    /// A stable id for the admin API: derived from group and alias.
+    pub fn id(&self) -> String {
+        short_id(&[self.group.as_str(), &self.alias])
+    }
+
+    /// A stable id for one provider of this route.
+    pub fn provider_id(&self, p: &RouteProvider) -> String {
+        short_id(&[self.group.as_str(), &self.alias, p.source.as_str(), &p.model])
+    }
+
     /// Enabled providers, lowest `priority` first (config order among equals).
     pub fn enabled_providers(&self) -> Vec<&RouteProvider> {
         let mut providers: Vec<&RouteProvider> = self.providers.iter().filter(|p| p.enabled).collect();
@@ -123,4 +134,10 @@ pub enum FusionStrategy {
     MajorityVote,
     /// The judge ranks the answers; the best is returned verbatim.
     Ranked,
+}
+
+/// 12 hex characters of sha256 over the parts (NUL-separated).
+fn short_id(parts: &[&str]) -> String {
+    let digest = Sha256::digest(parts.join("\0").as_bytes());
+    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -183,9 +183,8 @@ sources:
 
     fn with_runtime(extra: &str, runtime: &str) -> Config {
         let text = format!("{extra}\n{SOURCES}");
-        let mut c = crate::config::load_str(&text, Path::new("t.yaml"), &|_| None, &["openai"]).unwrap();
-        c.auto = crate::config::load_runtime_str(runtime, Path::new("runtime.yaml"), &c).unwrap();
-        c
+        let c = crate::config::load_str(&text, Path::new("t.yaml"), &|_| None, &["openai"]).unwrap();
+        crate::config::load_runtime_str(runtime, Path::new("runtime.yaml"), &c, &["openai"]).unwrap()
     }
 
     fn auto_names(r: Resolution) -> Vec<String> {
@@ -291,7 +290,7 @@ routes:
     fn runtime_file_errors_name_the_file_line_and_fix() {
         let c = config();
         let bad = "auto:\n  - {model: mini, source: a}\n  - {model: nope}\n  - {model: mini, period: nhour}\n  - {model: mini, tier: high}\n";
-        let e = crate::config::load_runtime_str(bad, Path::new("runtime.yaml"), &c).unwrap_err().to_string();
+        let e = crate::config::load_runtime_str(bad, Path::new("runtime.yaml"), &c, &["openai"]).unwrap_err().to_string();
         assert!(e.contains("runtime.yaml:2: auto[0].model: source `a` does not serve model `mini`"), "{e}");
         assert!(e.contains("runtime.yaml:3: auto[1].model: no source serves model `nope`"), "{e}");
         assert!(e.contains("auto[2].hours: period nhour needs hours"), "{e}");

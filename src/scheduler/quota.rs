@@ -32,7 +32,7 @@ pub struct Quota {
 }
 
 /// A period as the config writes it: `hour | week | month | nhour` (+ `hours`), empty = never.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PeriodName {
     #[default]

@@ -20,9 +20,8 @@ sources:
   - {{name: c, base_url: 'http://127.0.0.1:3', models: [{{name: m}}]}}
 "
     );
-    let mut c = crate::config::load_str(&text, Path::new("c.yaml"), &|_| None, &["openai"]).unwrap();
-    c.auto = crate::config::load_runtime_str(runtime, Path::new("r.yaml"), &c).unwrap();
-    c
+    let c = crate::config::load_str(&text, Path::new("c.yaml"), &|_| None, &["openai"]).unwrap();
+    crate::config::load_runtime_str(runtime, Path::new("r.yaml"), &c, &["openai"]).unwrap()
 }
 
 fn scheduler(c: &Config) -> (Scheduler, Arc<ManualClock>) {
