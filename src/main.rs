@@ -47,11 +47,12 @@ fn main() -> ExitCode {
     }
 }
 
-async fn check(config: switchyard::config::Config) -> ExitCode {
-    let (sources, keys) = (config.sources.len(), config.keys.len());
+async fn check(config: switchyard::config::LoadedConfig) -> ExitCode {
+    let effective = &config.effective;
+    let (sources, keys) = (effective.sources.len(), effective.keys.len() + effective.runtime_keys.len());
     match startup::build(config).await {
         Ok((gateway, report)) => {
-            let mut adapters: Vec<String> = gateway.plugins.adapters().map(|a| a.name().to_string()).collect();
+            let mut adapters: Vec<String> = gateway.plugins.names();
             adapters.sort();
             println!("config OK: {sources} sources, {keys} keys, adapters: {}", adapters.join(", "));
             if report.warnings.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
@@ -63,8 +64,8 @@ async fn check(config: switchyard::config::Config) -> ExitCode {
     }
 }
 
-async fn serve(config: switchyard::config::Config) -> ExitCode {
-    let listen = config.listen;
+async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
+    let listen = config.base.listen;
     let started = std::time::Instant::now();
     let (gateway, report) = match startup::build(config).await {
         Ok(built) => built,
@@ -80,7 +81,8 @@ async fn serve(config: switchyard::config::Config) -> ExitCode {
         "adapters ready in {} ms",
         started.elapsed().as_millis()
     );
-    if gateway.config.keys.is_empty() {
+    let runtime = gateway.runtime();
+    if runtime.config.keys.is_empty() && runtime.config.runtime_keys.is_empty() {
         tracing::warn!("no gateway keys are configured: every /v1 request will be refused (add keys: to the config)");
     }
     let shutdown = async {

@@ -4,24 +4,28 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::config::{self, Config, ConfigError};
+use crate::config::{self, ConfigError, LoadedConfig};
 use crate::plugin::{BUILTIN_ADAPTERS, LoadReport, PluginHost};
 use crate::scheduler::{Clock, Policy, Scheduler, SystemClock};
 use crate::server::Gateway;
 
 /// Reads and validates the config file, knowing the built-in adapter names.
-pub fn load_config(file: &Path) -> Result<Config, ConfigError> {
+pub fn load_config(file: &Path) -> Result<LoadedConfig, ConfigError> {
     let builtins: Vec<&str> = BUILTIN_ADAPTERS.iter().map(|(name, _)| *name).collect();
     config::load(file, &builtins)
 }
 
 /// Prepares `data_dir`, opens the state database and loads every adapter.
-pub async fn build(config: Config) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
+pub async fn build(config: LoadedConfig) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
     build_with_clock(config, Arc::new(SystemClock)).await
 }
 
 /// `build` with the scheduler's clock injected (tests move time by hand).
-pub async fn build_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
+pub async fn build_with_clock(
+    loaded: LoadedConfig,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
+    let config = &loaded.effective;
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| anyhow::anyhow!("cannot create data_dir {}: {e}", config.data_dir.display()))?;
     let store = Arc::new(crate::state::StateStore::start(&config.state_db())?);
@@ -41,6 +45,6 @@ pub async fn build_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             );
         }
     }
-    let scheduler = Scheduler::new(Policy::of(&config), clock, Some(store.clone()));
-    Ok((Arc::new(Gateway::new(config, plugins, scheduler, Some(store))?), report))
+    let scheduler = Scheduler::new(Policy::of(config), clock, Some(store.clone()));
+    Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, Some(store))?), report))
 }

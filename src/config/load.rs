@@ -41,16 +41,30 @@ const TOP_LEVEL: &[&str] = &[
 
 /// Loads `file`, expanding `${VAR}` from the process environment. `adapters` are the
 /// adapter names that exist besides the `*.wasm` files in `adapter_dir`.
-pub fn load(file: &Path, adapters: &[&str]) -> Result<Config, ConfigError> {
+pub fn load(file: &Path, adapters: &[&str]) -> Result<LoadedConfig, ConfigError> {
     let text =
         std::fs::read_to_string(file).map_err(|source| ConfigError::Read { file: file.to_path_buf(), source })?;
-    let config = load_str(&text, file, &|name| std::env::var(name).ok(), adapters)?;
-    let runtime_file = config.runtime_file.clone();
+    let base = load_str(&text, file, &|name| std::env::var(name).ok(), adapters)?;
+    let runtime_file = base.runtime_file.clone();
     match std::fs::read_to_string(&runtime_file) {
-        Ok(text) => load_runtime_str(&text, &runtime_file, &config, adapters),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(config),
+        Ok(text) => {
+            let effective = load_runtime_str(&text, &runtime_file, &base, adapters)?;
+            let (runtime, _) = parse_runtime(&text);
+            Ok(LoadedConfig { base, runtime, effective })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(LoadedConfig { effective: base.clone(), base, runtime: RuntimeFile::default() })
+        }
         Err(source) => Err(ConfigError::Read { file: runtime_file, source }),
     }
+}
+
+/// config.yaml, the runtime file, and the two merged.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    pub base: Config,
+    pub runtime: RuntimeFile,
+    pub effective: Config,
 }
 
 /// `base` with the runtime file `text` merged in; errors (of types and of meaning, all at
@@ -150,15 +164,27 @@ pub fn with_runtime(base: &Config, runtime: &RuntimeFile, adapters: &[&str]) -> 
     let mut names: HashSet<&KeyName> = config.keys.iter().map(|k| &k.name).collect();
     for (i, k) in runtime.keys.iter().enumerate() {
         if !names.insert(&k.name) {
-            c.error(&format!("keys[{i}].name"), format!("key name `{}` is used twice", k.name), "give every key its own name");
+            c.error(
+                &format!("keys[{i}].name"),
+                format!("key name `{}` is used twice", k.name),
+                "give every key its own name",
+            );
         }
         if k.key_sha256.len() != 64 || !k.key_sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-            c.error(&format!("keys[{i}].key_sha256"), "is not a sha256 digest in hex", "create keys through the admin API");
+            c.error(
+                &format!("keys[{i}].key_sha256"),
+                "is not a sha256 digest in hex",
+                "create keys through the admin API",
+            );
         }
     }
     for (i, t) in runtime.source_templates.iter().enumerate() {
         if let Err(e) = t.instantiate(&SourceName::new("template-check"), &Secret::default()) {
-            c.error(&format!("source_templates[{i}]"), format!("template `{}` does not make a valid source: {e}", t.name), "correct that field");
+            c.error(
+                &format!("source_templates[{i}]"),
+                format!("template `{}` does not make a valid source: {e}", t.name),
+                "correct that field",
+            );
         }
     }
     config.auto = AutoChains {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use error::{ConfigError, FieldError};
-pub use load::{load, load_runtime_str, load_str, with_runtime};
+pub use load::{LoadedConfig, load, load_runtime_str, load_str, with_runtime};
 pub use names::{AdapterName, GroupName, KeyName, Secret, SourceName, mask};
 pub use routes::{FusionConfig, FusionStrategy, RouteConfig, RouteMode, RouteProvider, VisionConfig, VisionFallback};
 pub use runtime::{AutoChains, ChainSlot, RuntimeFile, RuntimeKey, SlotConfig, SourceTemplate, merge};

@@ -139,16 +139,13 @@ pub struct RuntimeFile {
 /// chains are validated separately: see `load::with_runtime`.)
 pub fn merge(base: &Config, rf: &RuntimeFile) -> Config {
     let mut config = base.clone();
-    config.sources = overlay(
-        base.sources.iter().filter(|s| !rf.deleted_sources.contains(&s.name)),
-        &rf.sources,
-        |a, b| a.name == b.name,
-    );
-    config.routes = overlay(
-        base.routes.iter().filter(|r| !rf.deleted_routes.contains(&r.id())),
-        &rf.routes,
-        |a, b| a.group == b.group && a.alias == b.alias,
-    );
+    config.sources =
+        overlay(base.sources.iter().filter(|s| !rf.deleted_sources.contains(&s.name)), &rf.sources, |a, b| {
+            a.name == b.name
+        });
+    config.routes = overlay(base.routes.iter().filter(|r| !rf.deleted_routes.contains(&r.id())), &rf.routes, |a, b| {
+        a.group == b.group && a.alias == b.alias
+    });
     config.keys = base
         .keys
         .iter()
@@ -162,11 +159,7 @@ pub fn merge(base: &Config, rf: &RuntimeFile) -> Config {
 }
 
 /// `base` in order with same-named entries replaced from `extra`, then the rest of `extra`.
-fn overlay<'a, T: Clone + 'a>(
-    base: impl Iterator<Item = &'a T>,
-    extra: &[T],
-    same: impl Fn(&T, &T) -> bool,
-) -> Vec<T> {
+fn overlay<'a, T: Clone + 'a>(base: impl Iterator<Item = &'a T>, extra: &[T], same: impl Fn(&T, &T) -> bool) -> Vec<T> {
     let mut out: Vec<T> = base.map(|b| extra.iter().find(|e| same(b, e)).unwrap_or(b).clone()).collect();
     for e in extra {
         if !out.iter().any(|o| same(o, e)) {

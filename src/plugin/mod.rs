@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
@@ -131,7 +132,10 @@ pub struct PluginHost {
     linker: Linker<GuestState>,
     limits: Arc<SandboxLimits>,
     cache: ComponentCache,
-    adapters: HashMap<AdapterName, Arc<Adapter>>,
+    /// The adapters in use, swapped whole when one is uploaded or deleted.
+    adapters: ArcSwap<HashMap<AdapterName, Arc<Adapter>>>,
+    /// The built-ins, for when an override of one is deleted.
+    builtins: HashMap<AdapterName, Arc<Adapter>>,
     _ticker: EpochTicker,
 }
 
@@ -163,7 +167,8 @@ impl PluginHost {
             engine,
             linker,
             limits: Arc::new(limits),
-            adapters: HashMap::new(),
+            adapters: ArcSwap::default(),
+            builtins: HashMap::new(),
         };
         let mut report = LoadReport::default();
         for (name, wasm) in BUILTIN_ADAPTERS {
@@ -171,8 +176,9 @@ impl PluginHost {
                 .compile(AdapterName::new(*name), AdapterOrigin::Builtin, wasm, &mut report)
                 .await
                 .map_err(|e| anyhow::anyhow!("built-in adapter `{name}` does not load: {e}"))?;
-            host.adapters.insert(adapter.name.clone(), Arc::new(adapter));
+            host.builtins.insert(adapter.name.clone(), Arc::new(adapter));
         }
+        host.adapters.store(Arc::new(host.builtins.clone()));
         if let Some(dir) = adapter_dir {
             for file in catalog::adapter_files(dir, &mut report.warnings) {
                 host.load_file(&file, &mut report).await;
@@ -182,7 +188,7 @@ impl PluginHost {
     }
 
     /// Loads one `.wasm` file, replacing a same-named adapter; a failure leaves the old one.
-    pub async fn load_file(&mut self, file: &Path, report: &mut LoadReport) -> bool {
+    pub async fn load_file(&self, file: &Path, report: &mut LoadReport) -> bool {
         let Some(name) = file.file_stem().and_then(|s| s.to_str()).map(AdapterName::new) else {
             return false;
         };
@@ -192,14 +198,14 @@ impl PluginHost {
         };
         match loaded {
             Ok(adapter) => {
-                if self.adapters.contains_key(&name) {
+                if self.builtins.contains_key(&name) {
                     tracing::info!(file = %file.display(), "adapter `{name}` from adapter_dir overrides the built-in");
                 }
-                self.adapters.insert(name, Arc::new(adapter));
+                self.put(Arc::new(adapter));
                 true
             }
             Err(message) => {
-                let fallback = if self.adapters.contains_key(&name) {
+                let fallback = if self.adapters.load().contains_key(&name) {
                     format!("; keeping the built-in `{name}`")
                 } else {
                     String::new()
@@ -254,12 +260,59 @@ impl PluginHost {
         Ok(adapter)
     }
 
-    pub fn adapter(&self, name: &AdapterName) -> Option<&Arc<Adapter>> {
-        self.adapters.get(name)
+    /// Checks `wasm` as a `name` adapter (compiles it, instantiates it, asks it to describe
+    /// itself) without putting it in use.
+    pub async fn check(&self, name: &AdapterName, origin: AdapterOrigin, wasm: &[u8]) -> Result<Arc<Adapter>, String> {
+        self.compile(name.clone(), origin, wasm, &mut LoadReport::default()).await.map(Arc::new)
     }
 
-    pub fn adapters(&self) -> impl Iterator<Item = &Arc<Adapter>> {
-        self.adapters.values()
+    /// Puts an adapter in use, replacing the same-named one. Sessions already open keep the
+    /// instance of the adapter they opened (a stream in flight ends on the old code).
+    pub fn put(&self, adapter: Arc<Adapter>) {
+        self.adapters.rcu(|current| {
+            let mut next = HashMap::clone(current);
+            next.insert(adapter.name.clone(), adapter.clone());
+            next
+        });
+    }
+
+    /// Takes an uploaded adapter out of use; a built-in it overrode comes back. False when
+    /// there was no such file adapter.
+    pub fn remove(&self, name: &AdapterName) -> bool {
+        let mut removed = false;
+        self.adapters.rcu(|current| {
+            let mut next = HashMap::clone(current);
+            removed = matches!(next.get(name).map(|a| a.origin()), Some(AdapterOrigin::File(_)));
+            if removed {
+                match self.builtins.get(name) {
+                    Some(builtin) => next.insert(name.clone(), builtin.clone()),
+                    None => next.remove(name),
+                };
+            }
+            next
+        });
+        removed
+    }
+
+    pub fn adapter(&self, name: &AdapterName) -> Option<Arc<Adapter>> {
+        self.adapters.load().get(name).cloned()
+    }
+
+    pub fn adapters(&self) -> Vec<Arc<Adapter>> {
+        let mut all: Vec<Arc<Adapter>> = self.adapters.load().values().cloned().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.adapters().iter().map(|a| a.name.to_string()).collect()
+    }
+
+    /// Bounds each adapter's instance pool by the summed `max_concurrent` of its sources.
+    pub fn size_pools(&self, config: &crate::config::Config) {
+        for adapter in self.adapters() {
+            adapter.set_pool_capacity(config.adapter_concurrency(adapter.name()));
+        }
     }
 
     pub fn limits(&self) -> &SandboxLimits {

@@ -47,8 +47,14 @@ impl Target<'_> {
 /// Per source: an HTTP client (own connect timeout and connection pool) and the
 /// `max_concurrent` limit, a FIFO semaphore.
 pub struct Provider {
-    clients: HashMap<SourceName, reqwest::Client>,
-    limits: HashMap<SourceName, Arc<Semaphore>>,
+    links: HashMap<SourceName, Arc<Link>>,
+}
+
+/// One source's client and limit, kept across runtime changes that leave them alike.
+struct Link {
+    client: reqwest::Client,
+    limit: Arc<Semaphore>,
+    shape: (u32, u64),
 }
 
 /// A place in a source's `max_concurrent`; held until the answer (or stream) is done.
@@ -56,24 +62,40 @@ pub type SourcePermit = OwnedSemaphorePermit;
 
 impl Provider {
     pub fn new(config: &Config) -> anyhow::Result<Provider> {
-        let mut clients = HashMap::new();
-        let mut limits = HashMap::new();
+        Provider { links: HashMap::new() }.rebuild(config)
+    }
+
+    /// The provider for a changed config: sources whose limit and connect timeout are
+    /// unchanged keep their client and semaphore (in-flight requests keep their places).
+    pub fn rebuild(&self, config: &Config) -> anyhow::Result<Provider> {
+        let mut links = HashMap::new();
         for source in &config.sources {
-            limits.insert(source.name.clone(), Arc::new(Semaphore::new(source.max_concurrent as usize)));
-            let client = reqwest::Client::builder()
-                .connect_timeout(source.connect_timeout())
-                .pool_idle_timeout(Duration::from_secs(90))
-                .tcp_nodelay(true)
-                .build()?;
-            clients.insert(source.name.clone(), client);
+            let shape = (source.max_concurrent, source.connect_timeout_seconds);
+            let link = match self.links.get(&source.name) {
+                Some(link) if link.shape == shape => link.clone(),
+                _ => {
+                    let client = reqwest::Client::builder()
+                        .connect_timeout(source.connect_timeout())
+                        .pool_idle_timeout(Duration::from_secs(90))
+                        .tcp_nodelay(true)
+                        .build()?;
+                    let limit = Arc::new(Semaphore::new(source.max_concurrent as usize));
+                    Arc::new(Link { client, limit, shape })
+                }
+            };
+            links.insert(source.name.clone(), link);
         }
-        Ok(Provider { clients, limits })
+        Ok(Provider { links })
+    }
+
+    fn link(&self, source: &SourceName) -> &Link {
+        self.links.get(source).expect("a link exists for every configured source")
     }
 
     /// Waits (first come, first served) up to the source's `queue_timeout_seconds` for a place
     /// under its `max_concurrent`; `None` when it stays full.
     pub async fn admit(&self, source: &SourceConfig) -> Option<SourcePermit> {
-        let limit = self.limits.get(&source.name).expect("a limit exists for every configured source").clone();
+        let limit = self.link(&source.name).limit.clone();
         tokio::time::timeout(source.queue_timeout(), limit.acquire_owned()).await.ok()?.ok()
     }
 
@@ -143,7 +165,7 @@ impl Provider {
                 HeaderValue::from_str(&value).map_err(|_| bad(format!("the value of header `{name}` is not valid")))?;
             headers.append(name, value);
         }
-        let client = self.clients.get(&target.source.name).expect("a client exists for every configured source");
+        let client = &self.link(&target.source.name).client;
         client.request(method, url).headers(headers).body(request.body).send().await.map_err(|e| transport(target, &e))
     }
 }

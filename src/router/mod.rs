@@ -290,7 +290,8 @@ routes:
     fn runtime_file_errors_name_the_file_line_and_fix() {
         let c = config();
         let bad = "auto:\n  - {model: mini, source: a}\n  - {model: nope}\n  - {model: mini, period: nhour}\n  - {model: mini, tier: high}\n";
-        let e = crate::config::load_runtime_str(bad, Path::new("runtime.yaml"), &c, &["openai"]).unwrap_err().to_string();
+        let e =
+            crate::config::load_runtime_str(bad, Path::new("runtime.yaml"), &c, &["openai"]).unwrap_err().to_string();
         assert!(e.contains("runtime.yaml:2: auto[0].model: source `a` does not serve model `mini`"), "{e}");
         assert!(e.contains("runtime.yaml:3: auto[1].model: no source serves model `nope`"), "{e}");
         assert!(e.contains("auto[2].hours: period nhour needs hours"), "{e}");

@@ -16,7 +16,7 @@ use crate::scheduler::{Admission, SlotKey, probe_budget, score};
 use crate::state::LogQuery;
 
 fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(token) = &gw.config.admin_token else {
+    let Some(token) = &gw.base.admin_token else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "invalid_request_error",
@@ -42,8 +42,10 @@ pub async fn health(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Resul
     authorize(&gw, &headers)?;
     let scheduler = &gw.scheduler;
     let now = scheduler.now();
+    let runtime = gw.runtime();
+    let config = &runtime.config;
     let mut slots = Vec::new();
-    for source in &gw.config.sources {
+    for source in &config.sources {
         for model in &source.models {
             let key = SlotKey { source: source.name.clone(), model: model.name.clone() };
             let h = scheduler.health_of(&key).unwrap_or_default();
@@ -54,12 +56,11 @@ pub async fn health(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Resul
                 (Admission::Closed, _) => "cooling",
             };
             let stats = scheduler.stats_of(&key);
-            let quotas: Vec<Value> = gw
-                .config
+            let quotas: Vec<Value> = config
                 .auto
                 .chat
                 .iter()
-                .chain(gw.config.auto.image.iter().flatten())
+                .chain(config.auto.image.iter().flatten())
                 .filter(|s| s.model == key.model && s.source.as_ref().is_none_or(|n| *n == key.source))
                 .filter_map(|s| s.quota.map(|q| (s.tier, q)))
                 .map(|(tier, q)| {

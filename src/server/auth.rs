@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
-use crate::config::{GroupName, KeyConfig, KeyName};
+use crate::config::{Config, GroupName, KeyConfig, KeyName};
 
 /// What a key may use: exact names, `source/model`, `*`, or a trailing-`*` prefix.
 #[derive(Debug, Clone)]
@@ -53,15 +53,20 @@ pub struct KeyTable {
 }
 
 impl KeyTable {
-    pub fn new(keys: &[KeyConfig]) -> Self {
-        let by_digest = keys
-            .iter()
-            .map(|k| {
-                let entry =
-                    KeyEntry { name: k.name.clone(), scope: ModelScope::new(k.models.clone()), group: k.group.clone() };
-                (digest(k.key.expose()), entry)
-            })
-            .collect();
+    /// config.yaml's keys (by their secrets) and runtime keys (by the digests kept of them).
+    pub fn new(config: &Config) -> Self {
+        let entry = |k: &KeyConfig| KeyEntry {
+            name: k.name.clone(),
+            scope: ModelScope::new(k.models.clone()),
+            group: k.group.clone(),
+        };
+        let mut by_digest: HashMap<[u8; 32], KeyEntry> =
+            config.keys.iter().map(|k| (digest(k.key.expose()), entry(k))).collect();
+        for k in &config.runtime_keys {
+            if let Some(d) = from_hex(&k.key_sha256) {
+                by_digest.insert(d, entry(&k.as_key_config()));
+            }
+        }
         KeyTable { by_digest }
     }
 
@@ -87,6 +92,22 @@ impl KeyTable {
 
 fn digest(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
+}
+
+/// The digest a runtime key is kept as, in hex.
+pub fn digest_hex(key: &str) -> String {
+    digest(key).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn from_hex(hex: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if hex.len() != 64 {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 #[cfg(test)]

@@ -36,9 +36,10 @@ async fn handle(
     body: Body,
 ) -> Result<Response, ApiError> {
     let started = std::time::Instant::now();
-    let key = gw.keys.authenticate(&headers)?;
+    let runtime = gw.runtime();
+    let key = runtime.keys.authenticate(&headers)?;
     tracing::Span::current().record("key", key.name.as_str());
-    let bytes = read_body(body, gw.config.body_limit_bytes).await?;
+    let bytes = read_body(body, gw.base.body_limit_bytes).await?;
     let request: ChatRequest = parse_json(&bytes)?;
     tracing::Span::current().record("model", &*request.model);
     if request.messages.is_empty() {
@@ -53,6 +54,7 @@ async fn handle(
         kind: ModelKind::Chat,
         client_ip,
         request_id: &request_id,
+        runtime: &runtime,
         depth: 0,
         fusion_id: None,
     };

@@ -13,11 +13,11 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::Gateway;
 use super::auth::KeyEntry;
 use super::books::{Books, LogContext};
 use super::error::ApiError;
 use super::modes;
+use super::{Gateway, Runtime};
 use crate::config::{KeyName, ModelKind, RouteConfig, RouteMode};
 use crate::plugin::Operation;
 use crate::provider::{AttemptError, ChunkStream, Tally, Target};
@@ -48,6 +48,8 @@ impl Reply {
 /// One unified request, ready to route.
 #[derive(Clone, Copy)]
 pub struct Call<'a> {
+    /// The runtime this request started on (config, upstream clients, keys); kept to its end.
+    pub runtime: &'a Runtime,
     pub request_id: &'a str,
     pub model: &'a str,
     /// Unified request JSON (OpenAI Chat Completions or Embeddings shape, by `kind`).
@@ -101,7 +103,7 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
                 ),
             ));
         }
-        let (route, candidates) = plan_candidates(gw, key, &call)?;
+        let (route, candidates) = plan_candidates(key, &call)?;
         let log = LogContext {
             request_id: call.request_id.to_string(),
             key: key.name.clone(),
@@ -133,12 +135,11 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
 /// The candidates `call.model` names that this key may use, of the endpoint's kind, and the
 /// route they came from.
 fn plan_candidates<'a>(
-    gw: &'a Gateway,
     key: &KeyEntry,
     call: &Call<'a>,
 ) -> Result<(Option<&'a RouteConfig>, Vec<Planned<'a>>), ApiError> {
     let model = call.model;
-    match router::route(&gw.config, model, call.kind, &key.group) {
+    match router::route(&call.runtime.config, model, call.kind, &key.group) {
         Resolution::Unknown => {
             if !key.scope.allows(&[model]) {
                 return Err(not_allowed(model));
@@ -250,19 +251,20 @@ pub async fn serve(
             report.note(&candidate, format!("rpm limit reached ({rpm} requests per minute)"));
             continue;
         }
-        let Some(permit) = gw.provider.admit(source).await else {
+        let provider = &call.runtime.provider;
+        let Some(permit) = provider.admit(source).await else {
             // Full for longer than its queue timeout: not a failure, just not available now.
             release(gw);
             report.note(&candidate, format!("busy (all {} of max_concurrent in use)", source.max_concurrent));
             continue;
         };
-        let target = Target { source, model: candidate.resolved.model, adapter, operation };
+        let target = Target { source, model: candidate.resolved.model, adapter: &adapter, operation };
         let name = &source.name;
         tracing::debug!(source = %name, upstream = target.model.upstream_name(), probe = candidate.probe, "attempt");
         let started = Instant::now();
         let outcome = if call.stream {
             // Fail over until the first chunk is in hand: before it, the client has seen nothing.
-            match gw.provider.stream(&target, call.unified).await {
+            match provider.stream(&target, call.unified).await {
                 Ok(chunks) => {
                     let head = started.elapsed();
                     chunks.first_chunk().await.map(|c| (Answer::Stream(c.holding(permit)), head))
@@ -270,7 +272,7 @@ pub async fn serve(
                 Err(e) => Err(e),
             }
         } else {
-            gw.provider.complete(&target, call.unified).await.map(|(body, head)| (Answer::Complete(body), head))
+            provider.complete(&target, call.unified).await.map(|(body, head)| (Answer::Complete(body), head))
         };
         let elapsed = started.elapsed();
         match outcome {
@@ -285,7 +287,7 @@ pub async fn serve(
                 let books = Books::open(
                     Arc::clone(gw),
                     slot.clone(),
-                    router::quota_periods(&gw.config, &slot),
+                    router::quota_periods(&call.runtime.config, &slot),
                     conversation.last.map(|last| (key.name.clone(), call.client_ip, last)),
                     log,
                     started,

@@ -51,8 +51,9 @@ async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let key = gw.keys.authenticate(&headers)?;
-    let bytes = read_body(body, gw.config.body_limit_bytes).await?;
+    let runtime = gw.runtime();
+    let key = runtime.keys.authenticate(&headers)?;
+    let bytes = read_body(body, gw.base.body_limit_bytes).await?;
     let request: EmbeddingsRequest = parse_json(&bytes)?;
     if matches!(&request.input, Input::Many(items) if items.is_empty()) {
         return Err(ApiError::invalid_request("`input` must not be empty").param("input"));
@@ -65,6 +66,7 @@ async fn handle(
         kind: ModelKind::Embedding,
         client_ip,
         request_id: &request_id,
+        runtime: &runtime,
         depth: 0,
         fusion_id: None,
     };

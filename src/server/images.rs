@@ -49,9 +49,10 @@ async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let key = gw.keys.authenticate(&headers)?;
+    let runtime = gw.runtime();
+    let key = runtime.keys.authenticate(&headers)?;
     tracing::Span::current().record("key", key.name.as_str());
-    let bytes = read_body(body, gw.config.body_limit_bytes).await?;
+    let bytes = read_body(body, gw.base.body_limit_bytes).await?;
     let request: ImagesRequest = parse_json(&bytes)?;
     if request.prompt.trim().is_empty() {
         return Err(ApiError::invalid_request("`prompt` must not be empty").param("prompt"));
@@ -77,6 +78,7 @@ async fn handle(
         kind: ModelKind::Image,
         client_ip,
         request_id: &request_id,
+        runtime: &runtime,
         depth: 0,
         fusion_id: None,
     };

@@ -23,35 +23,86 @@ use axum::routing::{get, post};
 pub use auth::{KeyTable, ModelScope};
 pub use error::ApiError;
 
-use crate::config::Config;
+use arc_swap::ArcSwap;
+
+use crate::config::{Config, LoadedConfig, RuntimeFile};
 use crate::plugin::PluginHost;
 use crate::provider::Provider;
 use crate::scheduler::Scheduler;
 use crate::state::{LogRow, StateStore};
 
-/// Everything a request handler needs, shared read-only.
-pub struct Gateway {
+/// What the admin API can change, swapped whole: requests take one snapshot and keep it.
+pub struct Runtime {
+    /// config.yaml merged with the runtime file.
     pub config: Config,
-    pub plugins: PluginHost,
+    /// The runtime file as on disk.
+    pub file: RuntimeFile,
     pub provider: Provider,
-    pub scheduler: Scheduler,
     pub keys: KeyTable,
+}
+
+/// Everything a request handler needs.
+pub struct Gateway {
+    /// config.yaml as loaded: the settings only a restart changes.
+    pub base: Config,
+    runtime: ArcSwap<Runtime>,
+    pub plugins: PluginHost,
+    pub scheduler: Scheduler,
     /// The state database (request logs, and the scheduler's state).
     pub state: Option<Arc<StateStore>>,
+    /// Admin changes, one at a time.
+    edits: tokio::sync::Mutex<()>,
 }
 
 impl Gateway {
     pub fn new(
-        config: Config,
+        loaded: LoadedConfig,
         plugins: PluginHost,
         scheduler: Scheduler,
         state: Option<Arc<StateStore>>,
     ) -> anyhow::Result<Gateway> {
-        for adapter in plugins.adapters() {
-            adapter.set_pool_capacity(config.adapter_concurrency(adapter.name()));
-        }
-        let keys = KeyTable::new(&config.keys);
-        Ok(Gateway { provider: Provider::new(&config)?, keys, scheduler, config, plugins, state })
+        let LoadedConfig { base, runtime: file, effective: config } = loaded;
+        plugins.size_pools(&config);
+        let runtime = Runtime { provider: Provider::new(&config)?, keys: KeyTable::new(&config), config, file };
+        Ok(Gateway {
+            base,
+            runtime: ArcSwap::from_pointee(runtime),
+            plugins,
+            scheduler,
+            state,
+            edits: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// The current runtime: what one request sees from start to end.
+    pub fn runtime(&self) -> Arc<Runtime> {
+        self.runtime.load_full()
+    }
+
+    /// Changes the runtime file through `change`, checks the result like config.yaml, writes it
+    /// (atomically) and swaps it in; in-flight requests finish on the runtime they started with.
+    pub async fn edit<T>(
+        &self,
+        change: impl FnOnce(&mut RuntimeFile, &Config) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let _one_at_a_time = self.edits.lock().await;
+        let current = self.runtime();
+        let mut file = current.file.clone();
+        let out = change(&mut file, &current.config)?;
+        let names = self.plugins.names();
+        let names: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+        let config = crate::config::with_runtime(&self.base, &file, &names).map_err(|errors| {
+            let list: Vec<String> =
+                errors.iter().map(|e| format!("{}: {} (fix: {})", e.path, e.message, e.fix)).collect();
+            ApiError::invalid_request(format!("the change was not made: {}", list.join("; "))).code("invalid_change")
+        })?;
+        write_runtime_file(&self.base.runtime_file, &file)
+            .map_err(|e| internal(format!("cannot write {}: {e}", self.base.runtime_file.display())))?;
+        let provider = current.provider.rebuild(&config).map_err(|e| internal(e.to_string()))?;
+        self.plugins.size_pools(&config);
+        let keys = KeyTable::new(&config);
+        self.runtime.store(Arc::new(Runtime { config, file, provider, keys }));
+        Ok(out)
     }
 
     /// Queues a request-log row.
@@ -72,6 +123,28 @@ impl Gateway {
             }
         }
     }
+}
+
+fn internal(message: String) -> ApiError {
+    ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "api_error", message)
+}
+
+/// Writes the runtime file whole: a temporary file beside it, synced, then renamed over it, so
+/// a crash leaves the old file or the new one, never half of one.
+fn write_runtime_file(path: &std::path::Path, file: &RuntimeFile) -> std::io::Result<()> {
+    use std::io::Write;
+    let text = format!(
+        "# Written by switchyard (admin API / WebUI); edit while the gateway is stopped.\n{}",
+        serde_yaml::to_string(file).map_err(std::io::Error::other)?
+    );
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let mut out = std::fs::File::create(&tmp)?;
+    out.write_all(text.as_bytes())?;
+    out.sync_all()?;
+    std::fs::rename(&tmp, path)
 }
 
 pub fn router(gateway: Arc<Gateway>) -> Router {

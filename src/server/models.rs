@@ -12,10 +12,11 @@ use super::Gateway;
 use super::error::ApiError;
 
 pub async fn list_models(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
-    let key = gw.keys.authenticate(&headers)?;
+    let runtime = gw.runtime();
+    let key = runtime.keys.authenticate(&headers)?;
     let mut seen = BTreeSet::new();
     let mut data = Vec::new();
-    for source in &gw.config.sources {
+    for source in &runtime.config.sources {
         for model in &source.models {
             let qualified = format!("{}/{}", source.name, model.name);
             if key.scope.allows(&[&model.name, &qualified]) && seen.insert(model.name.clone()) {

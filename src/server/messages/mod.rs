@@ -40,9 +40,10 @@ async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let key = gw.keys.authenticate(&headers)?;
+    let runtime = gw.runtime();
+    let key = runtime.keys.authenticate(&headers)?;
     tracing::Span::current().record("key", key.name.as_str());
-    let bytes = read_body(body, gw.config.body_limit_bytes).await?;
+    let bytes = read_body(body, gw.base.body_limit_bytes).await?;
     let checked: request::MessagesRequest = parse_json(&bytes)?;
     tracing::Span::current().record("model", &*checked.model);
     if checked.messages.is_empty() {
@@ -61,6 +62,7 @@ async fn handle(
         kind: ModelKind::Chat,
         client_ip,
         request_id: &request_id,
+        runtime: &runtime,
         depth: 0,
         fusion_id: None,
     };
