@@ -170,6 +170,9 @@ pub fn with_runtime(base: &Config, runtime: &RuntimeFile, adapters: &[&str]) -> 
                 "give every key its own name",
             );
         }
+        if k.token_quota.is_some() && Period::from_config(k.period, k.hours).is_none() {
+            c.error(&format!("keys[{i}].hours"), "period nhour needs hours", "add hours: N (e.g. hours: 5)");
+        }
         if k.key_sha256.len() != 64 || !k.key_sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
             c.error(
                 &format!("keys[{i}].key_sha256"),
@@ -577,6 +580,9 @@ impl Collector<'_> {
         let mut names = HashSet::new();
         let mut values = HashSet::new();
         for (i, k) in keys.iter().enumerate() {
+            if k.token_quota.is_some() && Period::from_config(k.period, k.hours).is_none() {
+                self.error(&format!("keys[{i}].hours"), "period nhour needs hours", "add hours: N (e.g. hours: 5)");
+            }
             if k.name.as_str().is_empty() {
                 self.error(&format!("keys[{i}].name"), "is empty", "give the key a name, e.g. alice");
             } else if !names.insert(k.name.clone()) {

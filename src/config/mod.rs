@@ -23,7 +23,7 @@ pub use routes::{FusionConfig, FusionStrategy, RouteConfig, RouteMode, RouteProv
 pub use runtime::{AutoChains, ChainSlot, RuntimeFile, RuntimeKey, SlotConfig, SourceTemplate, merge};
 
 use crate::plugin::SandboxLimits;
-use crate::scheduler::{AffinityPolicy, CooldownPolicy, PeriodName, ScoringPolicy};
+use crate::scheduler::{AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota, ScoringPolicy};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -148,6 +148,14 @@ pub struct KeyConfig {
     pub period: PeriodName,
     #[serde(default)]
     pub hours: Option<u32>,
+}
+
+impl KeyConfig {
+    /// The key's token quota, when it has one (and its period is complete).
+    pub fn quota(&self) -> Option<Quota> {
+        let tokens = self.token_quota.filter(|t| *t > 0)?;
+        Some(Quota { tokens, period: Period::from_config(self.period, self.hours)? })
+    }
 }
 
 /// One upstream endpoint + account.

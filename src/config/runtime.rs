@@ -76,6 +76,9 @@ pub struct RuntimeKey {
     pub name: KeyName,
     /// sha256 of the secret, hex.
     pub key_sha256: String,
+    /// The secret masked (`sk-…abcd`), to recognise it by.
+    #[serde(default)]
+    pub hint: String,
     pub models: Vec<String>,
     #[serde(default)]
     pub group: GroupName,

@@ -18,7 +18,7 @@ pub use cooldown::{Admission, CooldownPolicy, Failure, SlotHealth, Window, probe
 pub use quota::{Period, PeriodName, Quota, Usage};
 pub use score::{ScoringPolicy, Stats, score};
 
-use crate::config::{ChannelSelection, Config, SourceName};
+use crate::config::{ChannelSelection, Config, KeyName, SourceName};
 use crate::plugin::ErrorKind;
 use crate::provider::AttemptError;
 use crate::router::{Planned, Resolved};
@@ -138,6 +138,7 @@ struct Inner {
     stats: HashMap<SlotKey, Stats>,
     affinity: AffinityTable,
     usage: HashMap<QuotaKey, Usage>,
+    key_usage: HashMap<(KeyName, Period), Usage>,
     rpm: HashMap<SourceName, rpm::RpmWindow>,
     binds_since_prune: u32,
 }
@@ -153,9 +154,9 @@ pub struct Scheduler {
 impl Scheduler {
     pub fn new(policy: Policy, clock: Arc<dyn Clock>, store: Option<Arc<StateStore>>) -> Scheduler {
         let loaded = store.as_deref().map(StateStore::take_loaded).unwrap_or_default();
-        let Loaded { cooldowns, stats, bindings, usage } = loaded;
-        let inner =
-            Inner { health: cooldowns, stats, affinity: AffinityTable::from_rows(bindings), usage, ..Inner::default() };
+        let Loaded { cooldowns, stats, bindings, usage, key_usage } = loaded;
+        let affinity = AffinityTable::from_rows(bindings);
+        let inner = Inner { health: cooldowns, stats, affinity, usage, key_usage, ..Inner::default() };
         Scheduler { policy, clock, inner: Mutex::new(inner), rng: Mutex::new(fastrand::Rng::new()), store }
     }
 
@@ -349,6 +350,29 @@ impl Scheduler {
                 }
             }
         }
+    }
+
+    /// Tokens gateway key `key` has used in the current `period` window.
+    pub fn key_used(&self, key: &KeyName, period: Period) -> u64 {
+        let now = self.clock.now();
+        self.lock().key_usage.get(&(key.clone(), period)).map_or(0, |u| u.used(period, now))
+    }
+
+    /// Counts `tokens` against gateway key `key`'s quota window.
+    pub fn add_key_usage(&self, key: &KeyName, period: Period, tokens: u64) {
+        let now = self.clock.now();
+        let mut inner = self.lock();
+        let usage = inner.key_usage.entry((key.clone(), period)).or_default();
+        usage.add(period, now, tokens);
+        let usage = *usage;
+        if let Some(store) = &self.store {
+            store.save_key_usage(key, period, &usage);
+        }
+    }
+
+    /// When `period`'s current window ends.
+    pub fn window_end(&self, period: Period) -> Option<UnixMs> {
+        period.window(self.clock.now()).1
     }
 
     /// Tokens `key` has used in `quota`'s current window.

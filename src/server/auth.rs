@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
 use crate::config::{Config, GroupName, KeyConfig, KeyName};
+use crate::scheduler::Quota;
 
 /// What a key may use: exact names, `source/model`, `*`, or a trailing-`*` prefix.
 #[derive(Debug, Clone)]
@@ -38,6 +39,8 @@ pub struct KeyEntry {
     pub name: KeyName,
     pub scope: ModelScope,
     pub group: GroupName,
+    /// Tokens it may use per period.
+    pub quota: Option<Quota>,
 }
 
 impl KeyEntry {
@@ -59,6 +62,7 @@ impl KeyTable {
             name: k.name.clone(),
             scope: ModelScope::new(k.models.clone()),
             group: k.group.clone(),
+            quota: k.quota(),
         };
         let mut by_digest: HashMap<[u8; 32], KeyEntry> =
             config.keys.iter().map(|k| (digest(k.key.expose()), entry(k))).collect();

@@ -21,6 +21,8 @@ use crate::state::LogRow;
 pub struct LogContext {
     pub request_id: String,
     pub key: KeyName,
+    /// The key's quota period: its tokens are counted there.
+    pub key_period: Option<Period>,
     pub route: Option<String>,
     pub mode: &'static str,
     pub fusion_id: Option<String>,
@@ -105,6 +107,9 @@ impl Books {
                     scheduler::fingerprint(key.as_str(), &ip.to_string(), [&last, &tally.assistant_message()])
                 });
                 self.gw.scheduler.completed(&self.slot, tally.tokens(), &self.periods, fingerprint);
+                if let Some(period) = self.log.key_period {
+                    self.gw.scheduler.add_key_usage(&self.log.key, period, tally.tokens());
+                }
             }
             Err(e) => {
                 if let Some(failure) = scheduler::classify(e) {

@@ -103,10 +103,14 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
                 ),
             ));
         }
+        if call.depth == 0 {
+            check_key_quota(gw, key)?;
+        }
         let (route, candidates) = plan_candidates(key, &call)?;
         let log = LogContext {
             request_id: call.request_id.to_string(),
             key: key.name.clone(),
+            key_period: key.quota.map(|q| q.period),
             route: route.map(|r| r.alias.clone()),
             mode: match route {
                 Some(r) => r.mode.as_str(),
@@ -130,6 +134,28 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
             _ => serve(gw, key, &call, candidates, log).await,
         }
     })
+}
+
+/// A key that has used its token quota is refused until its window rolls over.
+fn check_key_quota(gw: &Gateway, key: &KeyEntry) -> Result<(), ApiError> {
+    let Some(quota) = key.quota else { return Ok(()) };
+    let used = gw.scheduler.key_used(&key.name, quota.period);
+    if used < quota.tokens {
+        return Ok(());
+    }
+    let resets = match gw.scheduler.window_end(quota.period) {
+        Some(end) => format!("; it resets in {} s", end.since(gw.scheduler.now()).as_secs().max(1)),
+        None => String::new(),
+    };
+    Err(ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "insufficient_quota",
+        format!(
+            "key `{}` has used its token quota ({used} of {} per {}){resets}",
+            key.name, quota.tokens, quota.period
+        ),
+    )
+    .code("key_quota_exceeded"))
 }
 
 /// The candidates `call.model` names that this key may use, of the endpoint's kind, and the

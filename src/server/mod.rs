@@ -155,12 +155,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/images/generations", post(images::images))
         .route("/v1/models", get(models::list_models))
         .route("/health", get(models::health))
-        .route("/admin/api/health", get(admin::health))
-        .route("/admin/api/cooldowns/clear", post(admin::clear_cooldowns))
-        .route("/admin/api/affinity/clear", post(admin::clear_affinity))
-        .route("/admin/api/stats/reset", post(admin::reset_stats))
-        .route("/admin/api/logs", get(admin::logs))
-        .route("/admin/api/stats", get(admin::stats))
+        .merge(admin::router(gateway.clone()))
         .fallback(not_found)
         .with_state(gateway)
 }

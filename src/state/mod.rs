@@ -12,7 +12,7 @@ pub use logs::{LogPage, LogQuery, LogRow, MAX_PAGE};
 
 use rusqlite::{Connection, params};
 
-use crate::config::SourceName;
+use crate::config::{KeyName, SourceName};
 use crate::scheduler::{Binding, Period, QuotaKey, SlotHealth, SlotKey, Stats, UnixMs, Usage, Window};
 
 const SCHEMA_VERSION: i64 = 4;
@@ -43,7 +43,10 @@ pub fn open(path: &Path) -> Result<Connection, StateError> {
              fingerprint TEXT PRIMARY KEY, source TEXT NOT NULL, model TEXT NOT NULL, last_used INTEGER NOT NULL);
          CREATE TABLE IF NOT EXISTS quota_usage (
              source TEXT NOT NULL, model TEXT NOT NULL, period TEXT NOT NULL, window_start INTEGER NOT NULL,
-             tokens INTEGER NOT NULL, PRIMARY KEY (source, model, period));",
+             tokens INTEGER NOT NULL, PRIMARY KEY (source, model, period));
+         CREATE TABLE IF NOT EXISTS key_usage (
+             key TEXT NOT NULL, period TEXT NOT NULL, window_start INTEGER NOT NULL, tokens INTEGER NOT NULL,
+             PRIMARY KEY (key, period));",
     )
     .map_err(wrap)?;
     conn.execute_batch(logs::SCHEMA).map_err(wrap)?;
@@ -62,6 +65,7 @@ pub struct Loaded {
     pub stats: HashMap<SlotKey, Stats>,
     pub bindings: Vec<(String, Binding)>,
     pub usage: HashMap<QuotaKey, Usage>,
+    pub key_usage: HashMap<(KeyName, Period), Usage>,
 }
 
 enum Write {
@@ -71,6 +75,7 @@ enum Write {
     ClearBindings(Option<String>),
     PruneBindings(UnixMs),
     Usage(QuotaKey, Usage),
+    KeyUsage(KeyName, Period, Usage),
     /// A log row; `confirm` hears once it is committed.
     Log(Box<LogRow>, Option<tokio::sync::oneshot::Sender<()>>),
     PruneLogs(u64),
@@ -127,6 +132,10 @@ impl StateStore {
 
     pub fn save_usage(&self, key: &QuotaKey, usage: &Usage) {
         self.send(Write::Usage(key.clone(), *usage));
+    }
+
+    pub fn save_key_usage(&self, key: &KeyName, period: Period, usage: &Usage) {
+        self.send(Write::KeyUsage(key.clone(), period, *usage));
     }
 
     /// Queues a log row; the receiver hears once it is on disk (a crash after that keeps it).
@@ -220,7 +229,18 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Loaded> {
         .into_iter()
         .filter_map(|(slot, period, usage)| Some((QuotaKey { slot, period: period.parse::<Period>().ok()? }, usage)))
         .collect();
-    Ok(Loaded { cooldowns, stats, bindings, usage })
+    let mut stmt = conn.prepare("SELECT key, period, window_start, tokens FROM key_usage")?;
+    let rows: Vec<(String, String, Usage)> = stmt
+        .query_map([], |r| {
+            let usage = Usage { window_start: UnixMs(r.get::<_, i64>(2)? as u64), tokens: r.get::<_, i64>(3)? as u64 };
+            Ok((r.get(0)?, r.get(1)?, usage))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let key_usage = rows
+        .into_iter()
+        .filter_map(|(key, period, usage)| Some(((KeyName::new(key), period.parse::<Period>().ok()?), usage)))
+        .collect();
+    Ok(Loaded { cooldowns, stats, bindings, usage, key_usage })
 }
 
 /// Applies writes in batches: block for one, take whatever else is queued, commit once.
@@ -331,6 +351,13 @@ fn apply(tx: &rusqlite::Transaction<'_>, write: Write) -> rusqlite::Result<()> {
                 ],
             )?;
         }
+        Write::KeyUsage(key, period, usage) => {
+            tx.execute(
+                "INSERT INTO key_usage (key, period, window_start, tokens) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(key, period) DO UPDATE SET window_start = ?3, tokens = ?4",
+                params![key.as_str(), period.to_string(), usage.window_start.0 as i64, usage.tokens as i64],
+            )?;
+        }
         Write::PruneLogs(before) => {
             let pruned = logs::prune(tx, before)?;
             if pruned > 0 {
@@ -395,6 +422,7 @@ mod tests {
         store.clear_bindings(Some("b"));
         store.prune_bindings(UnixMs(50));
         store.save_usage(&quota, &usage);
+        store.save_key_usage(&KeyName::new("alice"), Period::Month, &usage);
         store.flush();
         drop(store);
 
@@ -406,5 +434,6 @@ mod tests {
         assert_eq!(loaded.bindings, vec![("fp-a".to_string(), Binding { slot: key.clone(), last_used: UnixMs(100) })]);
         assert_eq!(loaded.usage.len(), 1);
         assert_eq!(loaded.usage[&quota], usage);
+        assert_eq!(loaded.key_usage[&(KeyName::new("alice"), Period::Month)], usage);
     }
 }

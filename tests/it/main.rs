@@ -3,6 +3,7 @@
 
 mod support;
 
+mod admin;
 mod anthropic_upstream;
 mod chat;
 mod config_check;

@@ -50,6 +50,7 @@ pub async fn fuse(
         let log = LogContext {
             request_id: call.request_id.to_string(),
             key: key.name.clone(),
+            key_period: key.quota.map(|q| q.period),
             route: Some(route.alias.clone()),
             mode: "fusion",
             fusion_id: Some(fusion_id.clone()),

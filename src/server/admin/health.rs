@@ -1,45 +1,22 @@
-//! The admin API under `/admin/api/` (token in `Authorization: Bearer` or `X-Admin-Token`):
-//! slot health, clearing cooldowns and affinity, resetting scores. Off without `admin_token`.
+//! Admin views of the scheduler and the logs: slot health, clearing cooldowns and affinity,
+//! resetting scores, request logs and their statistics.
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
-use super::Gateway;
-use super::error::ApiError;
 use crate::scheduler::{Admission, SlotKey, probe_budget, score};
+use crate::server::Gateway;
+use crate::server::error::ApiError;
 use crate::state::LogQuery;
-
-fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(token) = &gw.base.admin_token else {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
-            "the admin API is off: set admin_token in the config",
-        ));
-    };
-    let sent = headers.get("x-admin-token").and_then(|v| v.to_str().ok()).or_else(|| {
-        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "))
-    });
-    // Compare digests, so the comparison takes the same time whatever the guess.
-    let matches =
-        sent.is_some_and(|s| Sha256::digest(s.trim().as_bytes()) == Sha256::digest(token.expose().as_bytes()));
-    if matches {
-        Ok(())
-    } else {
-        Err(ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", "admin token missing or wrong"))
-    }
-}
 
 /// `GET /admin/api/health`: every configured (source, model) with its cooldown state, score
 /// and, for AUTO slots with a token quota, the quota's use in the current window.
-pub async fn health(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
-    authorize(&gw, &headers)?;
+pub async fn health(State(gw): State<Arc<Gateway>>) -> Result<Json<Value>, ApiError> {
     let scheduler = &gw.scheduler;
     let now = scheduler.now();
     let runtime = gw.runtime();
@@ -95,16 +72,11 @@ pub struct ClearRequest {
 }
 
 fn clear_request(body: &[u8]) -> Result<ClearRequest, ApiError> {
-    if body.is_empty() { Ok(ClearRequest::default()) } else { super::request::parse_json(body) }
+    if body.is_empty() { Ok(ClearRequest::default()) } else { crate::server::request::parse_json(body) }
 }
 
 /// `POST /admin/api/cooldowns/clear` with `{}` (all), `{"source"}`, `{"model"}` or both.
-pub async fn clear_cooldowns(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<Json<Value>, ApiError> {
-    authorize(&gw, &headers)?;
+pub async fn clear_cooldowns(State(gw): State<Arc<Gateway>>, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
     let request = clear_request(&body)?;
     let cleared = gw.scheduler.clear(request.source.as_deref(), request.model.as_deref());
     tracing::info!(cleared, source = ?request.source, model = ?request.model, "admin cleared cooldowns");
@@ -112,12 +84,7 @@ pub async fn clear_cooldowns(
 }
 
 /// `POST /admin/api/affinity/clear` with `{}` (all) or `{"source"}`.
-pub async fn clear_affinity(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<Json<Value>, ApiError> {
-    authorize(&gw, &headers)?;
+pub async fn clear_affinity(State(gw): State<Arc<Gateway>>, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
     let request = clear_request(&body)?;
     if request.model.is_some() {
         return Err(ApiError::invalid_request("affinity is cleared by source only").param("model"));
@@ -128,12 +95,7 @@ pub async fn clear_affinity(
 }
 
 /// `POST /admin/api/stats/reset` with `{}` (all), `{"source"}`, `{"model"}` or both.
-pub async fn reset_stats(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<Json<Value>, ApiError> {
-    authorize(&gw, &headers)?;
+pub async fn reset_stats(State(gw): State<Arc<Gateway>>, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
     let request = clear_request(&body)?;
     let reset = gw.scheduler.reset_stats(request.source.as_deref(), request.model.as_deref());
     tracing::info!(reset, source = ?request.source, model = ?request.model, "admin reset scorer stats");
@@ -142,12 +104,7 @@ pub async fn reset_stats(
 
 /// `GET /admin/api/logs?key=&route=&mode=&source=&model=&status=&errors=&request_id=&fusion_id=&since_ms=&until_ms=&limit=&offset=`:
 /// request-log rows, newest first, with the total that match.
-pub async fn logs(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-) -> Result<Json<Value>, ApiError> {
-    authorize(&gw, &headers)?;
+pub async fn logs(State(gw): State<Arc<Gateway>>, RawQuery(query): RawQuery) -> Result<Json<Value>, ApiError> {
     let query: LogQuery = serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
         .map_err(|e| ApiError::invalid_request(format!("bad log query: {e}")))?;
     let state = gw.state.clone().ok_or_else(no_state)?;
@@ -166,12 +123,7 @@ struct StatsQuery {
 
 /// `GET /admin/api/stats?since_ms=`: per (source, model) requests, errors, tokens and average
 /// latencies from the request logs (default: the last 24 hours).
-pub async fn stats(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-) -> Result<Json<Value>, ApiError> {
-    authorize(&gw, &headers)?;
+pub async fn stats(State(gw): State<Arc<Gateway>>, RawQuery(query): RawQuery) -> Result<Json<Value>, ApiError> {
     let query: StatsQuery = serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
         .map_err(|e| ApiError::invalid_request(format!("bad stats query: {e}")))?;
     let since = query.since_ms.unwrap_or(gw.scheduler.now().0.saturating_sub(86_400_000));
@@ -187,6 +139,6 @@ fn no_state() -> ApiError {
     internal("this gateway runs without a state database".into())
 }
 
-fn internal(message: String) -> ApiError {
+pub fn internal(message: String) -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "api_error", message)
 }

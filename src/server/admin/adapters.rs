@@ -1,0 +1,113 @@
+//! Adapters: list them, upload a `.wasm` component (checked — compiled, instantiated, asked to
+//! describe itself — before it replaces anything; in use at once, while streams already open
+//! finish on the adapter they started with), delete an uploaded one.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{conflict, not_found};
+use crate::config::AdapterName;
+use crate::plugin::{Adapter, AdapterOrigin};
+use crate::server::Gateway;
+use crate::server::admin::internal;
+use crate::server::error::ApiError;
+
+/// Largest adapter upload.
+pub const MAX_UPLOAD: usize = 64 << 20;
+
+fn adapter_json(gw: &Gateway, adapter: &Adapter) -> Value {
+    let (capacity, idle) = adapter.pool_stats();
+    let m = adapter.metadata();
+    let used_by: Vec<String> = gw
+        .runtime()
+        .config
+        .sources
+        .iter()
+        .filter(|s| &s.adapter == adapter.name())
+        .map(|s| s.name.to_string())
+        .collect();
+    let (origin, file) = match adapter.origin() {
+        AdapterOrigin::Builtin => ("builtin", None),
+        AdapterOrigin::File(path) => ("file", Some(path.display().to_string())),
+    };
+    json!({
+        "name": adapter.name(), "version": m.version, "protocol": m.protocol, "origin": origin, "file": file,
+        "pool": {"capacity": capacity, "idle": idle}, "used_by": used_by,
+    })
+}
+
+pub async fn list(State(gw): State<Arc<Gateway>>) -> Json<Value> {
+    let adapters: Vec<Value> = gw.plugins.adapters().iter().map(|a| adapter_json(&gw, a)).collect();
+    Json(json!({"adapters": adapters}))
+}
+
+fn checked_name(name: &str) -> Result<AdapterName, ApiError> {
+    let ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(AdapterName::new(name))
+    } else {
+        Err(ApiError::invalid_request(format!("`{name}` is not an adapter name: use letters, digits, - and _")))
+    }
+}
+
+/// `PUT /admin/api/adapters/{name}` with the component's bytes as the body.
+pub async fn upload(
+    State(gw): State<Arc<Gateway>>,
+    Path(name): Path<String>,
+    bytes: Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let name = checked_name(&name)?;
+    if !bytes.starts_with(b"\0asm") {
+        let message = if std::str::from_utf8(&bytes).is_ok() {
+            "this looks like a Lua script: Lua adapters run in the lua-compat component, which this build does not have yet"
+        } else {
+            "the body is not a WebAssembly component (it does not start with \\0asm)"
+        };
+        return Err(ApiError::invalid_request(message).code("unsupported_adapter"));
+    }
+    let dir = &gw.base.adapter_dir;
+    let file = dir.join(format!("{name}.wasm"));
+    let adapter = gw.plugins.check(&name, AdapterOrigin::File(file.clone()), &bytes).await.map_err(|e| {
+        ApiError::invalid_request(format!("adapter `{name}` was not installed: {e}")).code("invalid_adapter")
+    })?;
+    std::fs::create_dir_all(dir)
+        .and_then(|()| {
+            let tmp = file.with_extension(format!("wasm.tmp-{}", std::process::id()));
+            std::fs::write(&tmp, &bytes)?;
+            std::fs::rename(&tmp, &file)
+        })
+        .map_err(|e| internal(format!("cannot write {}: {e}", file.display())))?;
+    let replaced = gw.plugins.adapter(&name).is_some();
+    gw.plugins.put(adapter.clone());
+    gw.plugins.size_pools(&gw.runtime().config);
+    tracing::info!(adapter = %name, replaced, bytes = bytes.len(), "admin installed an adapter");
+    let status = if replaced { StatusCode::OK } else { StatusCode::CREATED };
+    Ok((status, Json(adapter_json(&gw, &adapter))))
+}
+
+/// `DELETE /admin/api/adapters/{name}`: an uploaded adapter; a built-in it overrode comes back.
+pub async fn delete(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
+    let name = checked_name(&name)?;
+    let adapter = gw.plugins.adapter(&name).ok_or_else(|| not_found("adapter", name.as_str()))?;
+    let AdapterOrigin::File(file) = adapter.origin().clone() else {
+        return Err(ApiError::invalid_request(format!("`{name}` is built in; only uploaded adapters can be deleted")));
+    };
+    let builtin = crate::plugin::BUILTIN_ADAPTERS.iter().any(|(n, _)| *n == name.as_str());
+    let users: Vec<String> =
+        gw.runtime().config.sources.iter().filter(|s| s.adapter == name).map(|s| s.name.to_string()).collect();
+    if !builtin && !users.is_empty() {
+        return Err(conflict(format!("adapter `{name}` is used by {}: change their adapter first", users.join(", "))));
+    }
+    std::fs::remove_file(&file)
+        .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
+        .map_err(|e| internal(format!("cannot delete {}: {e}", file.display())))?;
+    gw.plugins.remove(&name);
+    gw.plugins.size_pools(&gw.runtime().config);
+    tracing::info!(adapter = %name, "admin deleted an adapter");
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,173 @@
+//! Gateway keys: config.yaml's (scope changeable at run time) and keys created here, whose
+//! generated secret is shown once and kept only as a digest. Usage against each key's quota.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{body, conflict, not_found};
+use crate::config::{GroupName, KeyConfig, KeyName, RuntimeKey, mask};
+use crate::scheduler::PeriodName;
+use crate::server::Gateway;
+use crate::server::auth::digest_hex;
+use crate::server::error::ApiError;
+
+fn key_json(gw: &Gateway, k: &KeyConfig, origin: &str, shown_key: String) -> Value {
+    let quota = k.quota();
+    json!({
+        "name": k.name, "origin": origin, "key": shown_key, "models": k.models, "group": k.group,
+        "token_quota": k.token_quota, "period": k.period, "hours": k.hours,
+        "used": quota.map(|q| gw.scheduler.key_used(&k.name, q.period)),
+        "resets_at_ms": quota.and_then(|q| gw.scheduler.window_end(q.period)).map(|t| t.0),
+    })
+}
+
+/// Every key in use: config.yaml's (secrets masked) and runtime ones (by their hint).
+fn all_keys(gw: &Gateway) -> Vec<Value> {
+    let runtime = gw.runtime();
+    let mut out: Vec<Value> = runtime.config.keys.iter().map(|k| key_json(gw, k, "config", k.key.masked())).collect();
+    out.extend(runtime.config.runtime_keys.iter().map(|k| key_json(gw, &k.as_key_config(), "runtime", k.hint.clone())));
+    out
+}
+
+pub async fn list(State(gw): State<Arc<Gateway>>) -> Json<Value> {
+    Json(json!({"keys": all_keys(&gw)}))
+}
+
+pub async fn show(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
+    all_keys(&gw).into_iter().find(|k| k["name"] == name).map(Json).ok_or_else(|| not_found("key", &name))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewKey {
+    name: KeyName,
+    #[serde(default = "everything")]
+    models: Vec<String>,
+    #[serde(default)]
+    group: GroupName,
+    token_quota: Option<u64>,
+    #[serde(default)]
+    period: PeriodName,
+    hours: Option<u32>,
+}
+
+fn everything() -> Vec<String> {
+    vec!["*".into()]
+}
+
+/// `POST /admin/api/keys`: a new key; the answer carries its secret, the only time it is shown.
+pub async fn create(State(gw): State<Arc<Gateway>>, bytes: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let request: NewKey = body(&bytes)?;
+    if request.name.as_str().is_empty() {
+        return Err(ApiError::invalid_request("a key needs a name").param("name"));
+    }
+    if request.models.is_empty() {
+        return Err(ApiError::invalid_request("`models` is empty, so the key could use nothing").param("models"));
+    }
+    let secret = format!("sk-sy-{}{}", uuid::Uuid::new_v4().simple(), &uuid::Uuid::new_v4().simple().to_string()[..16]);
+    let key = RuntimeKey {
+        name: request.name.clone(),
+        key_sha256: digest_hex(&secret),
+        hint: mask(&secret),
+        models: request.models,
+        group: request.group,
+        token_quota: request.token_quota,
+        period: request.period,
+        hours: request.hours,
+        created_ms: gw.scheduler.now().0,
+    };
+    let name = key.name.clone();
+    gw.edit(|file, config| {
+        if config.keys.iter().any(|k| k.name == name) || config.runtime_keys.iter().any(|k| k.name == name) {
+            return Err(conflict(format!("a key named `{name}` exists")));
+        }
+        file.keys.push(key);
+        Ok(())
+    })
+    .await?;
+    tracing::info!(key = %name, "admin created a key");
+    let mut shown = show(State(gw), Path(name.to_string())).await?.0;
+    shown["key"] = json!(secret);
+    shown["note"] = json!("the key is shown this once; only a digest of it is kept");
+    Ok((StatusCode::CREATED, Json(shown)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyChange {
+    models: Option<Vec<String>>,
+    group: Option<GroupName>,
+    token_quota: Option<u64>,
+    period: Option<PeriodName>,
+    hours: Option<u32>,
+}
+
+/// `PATCH /admin/api/keys/{name}`: scope of any key; group and quota of runtime keys.
+pub async fn update(
+    State(gw): State<Arc<Gateway>>,
+    Path(name): Path<String>,
+    bytes: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let change: KeyChange = body(&bytes)?;
+    let key_name = KeyName::new(name.clone());
+    gw.edit(|file, config| {
+        if let Some(k) = file.keys.iter_mut().find(|k| k.name == key_name) {
+            if let Some(models) = change.models {
+                k.models = models;
+            }
+            if let Some(group) = change.group {
+                k.group = group;
+            }
+            if change.token_quota.is_some() {
+                k.token_quota = change.token_quota;
+            }
+            if let Some(period) = change.period {
+                k.period = period;
+            }
+            if change.hours.is_some() {
+                k.hours = change.hours;
+            }
+            return Ok(());
+        }
+        if !config.keys.iter().any(|k| k.name == key_name) {
+            return Err(not_found("key", &name));
+        }
+        if change.group.is_some() || change.token_quota.is_some() || change.period.is_some() || change.hours.is_some() {
+            return Err(ApiError::invalid_request(format!(
+                "key `{name}` comes from config.yaml: only its `models` scope can change here; edit config.yaml for the rest"
+            )));
+        }
+        if let Some(models) = change.models {
+            file.key_scopes.insert(key_name.clone(), models);
+        }
+        Ok(())
+    })
+    .await?;
+    show(State(gw), Path(name)).await
+}
+
+pub async fn delete(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
+    let key_name = KeyName::new(name.clone());
+    gw.edit(|file, config| {
+        let before = file.keys.len();
+        file.keys.retain(|k| k.name != key_name);
+        if file.keys.len() < before {
+            return Ok(());
+        }
+        if !config.keys.iter().any(|k| k.name == key_name) {
+            return Err(not_found("key", &name));
+        }
+        file.key_scopes.remove(&key_name);
+        file.deleted_keys.push(key_name.clone());
+        Ok(())
+    })
+    .await?;
+    tracing::info!(key = %name, "admin deleted a key");
+    Ok(StatusCode::NO_CONTENT)
+}

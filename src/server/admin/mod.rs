@@ -1,0 +1,108 @@
+//! The admin API under `/admin/api/` (and Keyway's `/admin/llm/` paths): the admin token in
+//! `Authorization: Bearer` or `X-Admin-Token`, checked once for every path. Off (404) without
+//! `admin_token`. Every change goes through `Gateway::edit`: validated, persisted, swapped in.
+
+mod adapters;
+mod chains;
+mod health;
+mod keys;
+mod openapi;
+mod routes;
+mod sources;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
+
+use super::Gateway;
+use super::error::ApiError;
+
+pub use health::internal;
+
+/// Admin routes (JSON bodies up to axum's 2 MiB default; adapter uploads up to 64 MiB).
+pub fn router(gateway: Arc<Gateway>) -> Router<Arc<Gateway>> {
+    let api = Router::new()
+        .route("/health", get(health::health))
+        .route("/cooldowns/clear", post(health::clear_cooldowns))
+        .route("/affinity/clear", post(health::clear_affinity))
+        .route("/stats/reset", post(health::reset_stats))
+        .route("/logs", get(health::logs))
+        .route("/stats", get(health::stats))
+        .route("/sources", get(sources::list).post(sources::create))
+        .route("/sources/{name}", get(sources::show).put(sources::replace).delete(sources::delete))
+        .route("/source-templates", get(sources::list_templates).post(sources::create_template))
+        .route("/source-templates/{name}", put(sources::replace_template).delete(sources::delete_template))
+        .route("/source-templates/{name}/sources", post(sources::from_template))
+        .route("/adapters", get(adapters::list))
+        .route(
+            "/adapters/{name}",
+            put(adapters::upload).delete(adapters::delete).layer(DefaultBodyLimit::max(adapters::MAX_UPLOAD)),
+        )
+        .route("/auto", get(chains::chat).put(chains::set_chat))
+        .route("/auto-image", get(chains::image).put(chains::set_image))
+        .route("/routes", get(routes::list).post(routes::create))
+        .route("/routes/{id}", get(routes::show).put(routes::replace).delete(routes::delete))
+        .route("/routes/{id}/providers", get(routes::providers).post(routes::add_provider))
+        .route("/route-providers/{id}", axum::routing::patch(routes::update_provider).delete(routes::remove_provider))
+        .route("/keys", get(keys::list).post(keys::create))
+        .route("/keys/{name}", get(keys::show).patch(keys::update).delete(keys::delete))
+        .route("/openapi.json", get(openapi::document));
+    // Keyway's paths for the same operations, so its tooling keeps working.
+    let keyway = Router::new()
+        .route("/routes/{id}/providers", get(routes::providers).post(routes::add_provider))
+        .route("/route-providers/{id}", axum::routing::patch(routes::update_provider).delete(routes::remove_provider))
+        .route("/health", get(health::health))
+        .route("/health/{provider}/reset", post(routes::reset_provider));
+    Router::new()
+        .nest("/admin/api", api)
+        .nest("/admin/llm", keyway)
+        .route_layer(axum::middleware::from_fn_with_state(gateway, require_admin))
+}
+
+async fn require_admin(State(gw): State<Arc<Gateway>>, request: Request, next: Next) -> Response {
+    match authorize(&gw, request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(token) = &gw.base.admin_token else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "the admin API is off: set admin_token in the config",
+        ));
+    };
+    let sent = headers.get("x-admin-token").and_then(|v| v.to_str().ok()).or_else(|| {
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "))
+    });
+    // Compare digests, so the comparison takes the same time whatever the guess.
+    let matches =
+        sent.is_some_and(|s| Sha256::digest(s.trim().as_bytes()) == Sha256::digest(token.expose().as_bytes()));
+    if matches {
+        Ok(())
+    } else {
+        Err(ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", "admin token missing or wrong"))
+    }
+}
+
+/// A JSON body, with type errors naming the field.
+fn body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    super::request::parse_json(bytes)
+}
+
+fn not_found(what: &str, name: &str) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found_error", format!("no {what} named `{name}`")).code("not_found")
+}
+
+fn conflict(message: String) -> ApiError {
+    ApiError::new(StatusCode::CONFLICT, "invalid_request_error", message).code("conflict")
+}
