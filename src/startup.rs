@@ -30,8 +30,7 @@ pub async fn build_with_clock(
         .map_err(|e| anyhow::anyhow!("cannot create data_dir {}: {e}", config.data_dir.display()))?;
     let store = Arc::new(crate::state::StateStore::start(&config.state_db())?);
     if let Some(days) = config.log_retention_days.filter(|d| *d > 0) {
-        let now = clock.now().0;
-        store.prune_logs(now.saturating_sub(days as u64 * 86_400_000));
+        prune_logs_hourly(store.clone(), clock.clone(), days);
     }
     let (plugins, report) =
         PluginHost::load(config.sandbox.limits(), Some(config.component_cache_dir()), Some(&config.adapter_dir))
@@ -47,4 +46,16 @@ pub async fn build_with_clock(
     }
     let scheduler = Scheduler::new(Policy::of(config), clock, Some(store.clone()));
     Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, Some(store))?), report))
+}
+
+/// Deletes request logs past their retention now and every hour after.
+fn prune_logs_hourly(store: Arc<crate::state::StateStore>, clock: Arc<dyn Clock>, days: u32) {
+    let keep = std::time::Duration::from_secs(days as u64 * 86_400);
+    tokio::spawn(async move {
+        let mut hourly = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            hourly.tick().await;
+            store.prune_logs(clock.now().0.saturating_sub(keep.as_millis() as u64));
+        }
+    });
 }
