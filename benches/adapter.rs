@@ -67,7 +67,7 @@ async fn run() {
     println!("switchyard adapter benchmark (release, {ITERATIONS} iterations; request body {} bytes)", body.len());
     println!("{:<48} {:>9} {:>9} {:>9} {:>8}", "operation", "mean µs", "p50 µs", "p99 µs", "samples");
 
-    let (host, _) = PluginHost::load(SandboxLimits::default(), None, None).await.unwrap();
+    let (host, _) = PluginHost::load(SandboxLimits::default(), None, None, Default::default()).await.unwrap();
     let ctx = context();
     let openai_chunk = StreamEvent {
         event: "message".into(),
@@ -149,12 +149,14 @@ async fn run() {
     for round in 0..5 {
         let cache = dir.path().join(format!("cache{round}"));
         let t0 = Instant::now();
-        let (_h, report) = PluginHost::load(SandboxLimits::default(), Some(cache.clone()), None).await.unwrap();
+        let (_h, report) =
+            PluginHost::load(SandboxLimits::default(), Some(cache.clone()), None, Default::default()).await.unwrap();
         uncached.samples.push(t0.elapsed());
         assert_eq!(report.compiled, 5);
         drop(_h);
         let t0 = Instant::now();
-        let (_h, report) = PluginHost::load(SandboxLimits::default(), Some(cache), None).await.unwrap();
+        let (_h, report) =
+            PluginHost::load(SandboxLimits::default(), Some(cache), None, Default::default()).await.unwrap();
         cached.samples.push(t0.elapsed());
         assert_eq!(report.cache_hits, 5);
     }

@@ -32,9 +32,14 @@ pub async fn build_with_clock(
     if let Some(days) = config.log_retention_days.filter(|d| *d > 0) {
         prune_logs_hourly(store.clone(), clock.clone(), days);
     }
-    let (plugins, report) =
-        PluginHost::load(config.sandbox.limits(), Some(config.component_cache_dir()), Some(&config.adapter_dir))
-            .await?;
+    let allow_hosts = config.adapters.iter().map(|(name, p)| (name.clone(), p.allow_hosts.clone())).collect();
+    let (plugins, report) = PluginHost::load(
+        config.sandbox.limits(),
+        Some(config.component_cache_dir()),
+        Some(&config.adapter_dir),
+        allow_hosts,
+    )
+    .await?;
     for source in &config.sources {
         if plugins.adapter(&source.adapter).is_none() {
             anyhow::bail!(

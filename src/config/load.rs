@@ -34,6 +34,7 @@ const TOP_LEVEL: &[&str] = &[
     "scoring",
     "affinity",
     "log_retention_days",
+    "adapters",
     "keys",
     "sources",
     "routes",
@@ -143,7 +144,7 @@ pub fn with_runtime(base: &Config, runtime: &RuntimeFile, adapters: &[&str]) -> 
     let mut c = Collector { index: LineIndex::default(), errors: Vec::new(), env: &env };
     let mut config = merge(base, runtime);
     let mut known: Vec<String> = adapters.iter().map(|s| s.to_string()).collect();
-    known.extend(wasm_stems(&base.adapter_dir));
+    known.extend(adapter_names(&base.adapter_dir));
     c.check_sources(&runtime.sources, &known);
     c.check_routes(&runtime.routes, &config.sources);
     for (i, name) in runtime.deleted_sources.iter().enumerate() {
@@ -296,6 +297,8 @@ impl Collector<'_> {
         let scoring: ScoringPolicy = self.field(&top, "scoring").unwrap_or_default();
         let affinity: AffinityPolicy = self.field(&top, "affinity").unwrap_or_default();
         let log_retention_days: Option<u32> = self.field(&top, "log_retention_days").or(Some(30));
+        let adapter_policies: std::collections::BTreeMap<super::AdapterName, super::AdapterPolicy> =
+            self.field(&top, "adapters").unwrap_or_default();
         let keys: Vec<KeyConfig> = self.list(&top, "keys");
         let sources: Vec<SourceConfig> = self.list(&top, "sources");
         let routes: Vec<RouteConfig> = self.list(&top, "routes");
@@ -303,7 +306,7 @@ impl Collector<'_> {
         self.check_sandbox(&sandbox);
         self.check_keys(&keys);
         let mut known: Vec<String> = adapters.iter().map(|s| s.to_string()).collect();
-        known.extend(wasm_stems(&adapter_dir));
+        known.extend(adapter_names(&adapter_dir));
         self.check_sources(&sources, &known);
         self.check_scoring(&scoring);
         self.check_routes(&routes, &sources);
@@ -335,6 +338,7 @@ impl Collector<'_> {
             scoring,
             affinity,
             log_retention_days,
+            adapters: adapter_policies,
             keys,
             sources,
             routes,
@@ -718,13 +722,21 @@ impl Collector<'_> {
 }
 
 /// The file stems of `*.wasm` in `dir` (a missing dir has none).
-fn wasm_stems(dir: &Path) -> Vec<String> {
+/// Adapter names `dir` and the bundled Lua scripts add to the built-ins.
+fn adapter_names(dir: &Path) -> Vec<String> {
+    let mut stems = adapter_stems(dir);
+    stems.extend(crate::plugin::BUNDLED_SCRIPTS.iter().map(|(name, _)| name.to_string()));
+    stems
+}
+
+/// The file stems of `*.wasm` and `*.lua` in `dir` (a missing dir has none).
+fn adapter_stems(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm" || x == "lua"))
         .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(str::to_string))
         .collect()
 }

@@ -46,6 +46,8 @@ pub struct Config {
     pub priority_orders: BTreeMap<String, Vec<SourceName>>,
     pub scoring: ScoringPolicy,
     pub affinity: AffinityPolicy,
+    /// Per-adapter permissions (`adapters.NAME.allow_hosts`).
+    pub adapters: BTreeMap<AdapterName, AdapterPolicy>,
     /// Request logs older than this are deleted (at start); `None` or 0 keeps them.
     pub log_retention_days: Option<u32>,
     pub keys: Vec<KeyConfig>,
@@ -58,6 +60,15 @@ pub struct Config {
     pub runtime_keys: Vec<RuntimeKey>,
     /// Templates for new sources.
     pub source_templates: Vec<SourceTemplate>,
+}
+
+/// `adapters.NAME`: what the operator lets one adapter do beyond translating.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterPolicy {
+    /// Hosts its `http_get` / `http_post` (the host `fetch` import) may reach; none by default.
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
 }
 
 /// How candidates of one tier are ordered.

@@ -1,5 +1,7 @@
 //! Host side of the WIT world: generated bindings, the per-store state, and the two imports
-//! (log, clock) a guest gets. WASI is linked with an empty context: no files, env or sockets.
+//! imports (log, clock, script, allow-listed fetch) a guest gets. WASI is linked with an empty context: no files, env or sockets.
+
+use std::sync::Arc;
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Result};
@@ -27,16 +29,33 @@ pub struct GuestState {
     wasi: WasiCtx,
     table: ResourceTable,
     pub limiter: MemoryLimiter,
+    /// The script a script-hosting component runs (the Lua-compat one).
+    script: Option<Arc<str>>,
+    /// Hosts this adapter may reach through `fetch`; empty: none.
+    allow_hosts: Arc<[String]>,
+    /// Epoch ticks spent waiting in `fetch`, given back to the guest's CPU budget once.
+    pub waited_ticks: u64,
+    /// The last error the guest logged (why a script did not load, say).
+    pub last_error: Option<String>,
 }
 
 impl GuestState {
-    pub fn new(adapter: AdapterName, memory_bytes: usize) -> Self {
+    pub fn new(
+        adapter: AdapterName,
+        memory_bytes: usize,
+        script: Option<Arc<str>>,
+        allow_hosts: Arc<[String]>,
+    ) -> Self {
         GuestState {
             adapter,
             // Nothing inherited: no args, env, preopened dirs, stdio or network.
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
             limiter: MemoryLimiter { max_bytes: memory_bytes, peak_bytes: 0, hit: false },
+            script,
+            allow_hosts,
+            waited_ticks: 0,
+            last_error: None,
         }
     }
 }
@@ -90,11 +109,43 @@ impl self::switchyard::adapter::host::Host for GuestState {
             LogLevel::Debug => tracing::debug!(adapter, "{message}"),
             LogLevel::Info => tracing::info!(adapter, "{message}"),
             LogLevel::Warn => tracing::warn!(adapter, "{message}"),
-            LogLevel::Error => tracing::error!(adapter, "{message}"),
+            LogLevel::Error => {
+                tracing::error!(adapter, "{message}");
+                self.last_error = Some(message);
+            }
         }
     }
 
     fn now_unix_ms(&mut self) -> u64 {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    }
+
+    fn script(&mut self) -> Option<String> {
+        self.script.as_deref().map(str::to_string)
+    }
+
+    fn fetch(
+        &mut self,
+        method: String,
+        url: String,
+        body: Option<String>,
+    ) -> Result<self::switchyard::adapter::host::FetchReply, String> {
+        let host = reqwest::Url::parse(&url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https"))
+            .and_then(|u| u.host_str().map(str::to_string))
+            .ok_or_else(|| format!("`{url}` is not an http(s) URL"))?;
+        if !self.allow_hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(&host)) {
+            tracing::warn!(adapter = %self.adapter, host, "adapter HTTP request denied");
+            return Err(format!(
+                "HTTP to {host} is denied: the operator has not allowed it for adapter `{}` (adapters.{}.allow_hosts)",
+                self.adapter, self.adapter
+            ));
+        }
+        let started = std::time::Instant::now();
+        let reply = super::fetch::run(&method, &url, body);
+        self.waited_ticks = super::engine::ticks_in(started.elapsed());
+        tracing::info!(adapter = %self.adapter, host, ms = started.elapsed().as_millis() as u64, ok = reply.is_ok(), "adapter HTTP request");
+        reply.map(|(status, body)| self::switchyard::adapter::host::FetchReply { status, body })
     }
 }

@@ -20,7 +20,8 @@ pub enum AdapterOrigin {
     File(PathBuf),
 }
 
-/// The `*.wasm` files of `adapter_dir`, sorted; a missing directory is simply empty.
+/// The `*.lua` and `*.wasm` files of `adapter_dir`, sorted (so `NAME.wasm` loads after, and
+/// wins over, `NAME.lua`); a missing directory is simply empty.
 pub fn adapter_files(dir: &Path, warnings: &mut Vec<LoadWarning>) -> Vec<PathBuf> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -32,7 +33,7 @@ pub fn adapter_files(dir: &Path, warnings: &mut Vec<LoadWarning>) -> Vec<PathBuf
     };
     let mut files: Vec<PathBuf> = entries
         .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.is_file() && path.extension().is_some_and(|ext| ext == "wasm"))
+        .filter(|path| path.is_file() && path.extension().is_some_and(|ext| ext == "wasm" || ext == "lua"))
         .collect();
     files.sort();
     files

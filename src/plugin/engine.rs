@@ -43,6 +43,11 @@ impl SandboxLimits {
     }
 }
 
+/// Epoch ticks in a span of wall time (rounded up).
+pub fn ticks_in(span: std::time::Duration) -> u64 {
+    span.as_millis().div_ceil(EPOCH_TICK.as_millis()) as u64 + 1
+}
+
 pub fn build_engine(limits: &SandboxLimits) -> wasmtime::Result<Engine> {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(limits.pool_slots)
@@ -63,7 +68,9 @@ pub fn build_engine(limits: &SandboxLimits) -> wasmtime::Result<Engine> {
         // Reserve just the cap: thousands of slots stay cheap in address space.
         .memory_reservation(limits.memory_bytes as u64)
         .memory_reservation_for_growth(0)
-        .max_wasm_stack(512 << 10);
+        .max_wasm_stack(512 << 10)
+        // Lua's error handling (setjmp/longjmp) compiles to wasm exceptions.
+        .wasm_exceptions(true);
     Engine::new(&config)
 }
 

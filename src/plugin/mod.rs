@@ -6,6 +6,8 @@ mod cache;
 mod catalog;
 mod engine;
 mod error;
+mod fetch;
+mod lua;
 mod pool;
 mod session;
 
@@ -26,6 +28,7 @@ pub use cache::CacheOutcome;
 pub use catalog::{AdapterOrigin, BUILTIN_ADAPTERS};
 pub use engine::SandboxLimits;
 pub use error::{GuestCall, SandboxCause, SandboxError};
+pub use lua::BUNDLED_SCRIPTS;
 pub use session::{AdapterSession, GuestResult};
 
 use bindings::{AdapterWorld, AdapterWorldPre, GuestState};
@@ -43,6 +46,9 @@ pub struct Adapter {
     name: AdapterName,
     origin: AdapterOrigin,
     metadata: Metadata,
+    /// A Lua adapter's script (its instances run the Lua-compat component).
+    script: Option<Arc<str>>,
+    allow_hosts: Arc<[String]>,
     pre: AdapterWorldPre<GuestState>,
     engine: Engine,
     limits: Arc<SandboxLimits>,
@@ -99,10 +105,22 @@ impl Adapter {
         }
     }
 
+    /// Whether this adapter runs a Lua script.
+    pub fn is_lua(&self) -> bool {
+        self.script.is_some()
+    }
+
     async fn instantiate(&self) -> Result<Instance, SandboxError> {
-        let mut store = Store::new(&self.engine, GuestState::new(self.name.clone(), self.limits.memory_bytes));
+        let state =
+            GuestState::new(self.name.clone(), self.limits.memory_bytes, self.script.clone(), self.allow_hosts.clone());
+        let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
-        store.epoch_deadline_trap();
+        // Past the deadline the guest traps, unless it spent that time waiting in an allowed
+        // `fetch`: that wait is given back once.
+        store.epoch_deadline_callback(|mut ctx| match std::mem::take(&mut ctx.data_mut().waited_ticks) {
+            0 => Err(wasmtime::Trap::Interrupt.into()),
+            waited => Ok(wasmtime::UpdateDeadline::Continue(waited)),
+        });
         store.set_epoch_deadline(self.limits.deadline_ticks());
         match self.pre.instantiate_async(&mut store).await {
             Ok(world) => Ok(Instance { store, world, stale: None }),
@@ -129,6 +147,8 @@ pub struct LoadWarning {
 /// The engine, the linker, and every adapter by name.
 pub struct PluginHost {
     engine: Engine,
+    /// Hosts each adapter may reach through `fetch` (config `adapters.NAME.allow_hosts`).
+    allow_hosts: HashMap<AdapterName, Arc<[String]>>,
     linker: Linker<GuestState>,
     limits: Arc<SandboxLimits>,
     cache: ComponentCache,
@@ -136,6 +156,8 @@ pub struct PluginHost {
     adapters: ArcSwap<HashMap<AdapterName, Arc<Adapter>>>,
     /// The built-ins, for when an override of one is deleted.
     builtins: HashMap<AdapterName, Arc<Adapter>>,
+    /// The Lua-compat component, linked once for every script.
+    lua_pre: std::sync::OnceLock<AdapterWorldPre<GuestState>>,
     _ticker: EpochTicker,
 }
 
@@ -154,6 +176,7 @@ impl PluginHost {
         limits: SandboxLimits,
         cache_dir: Option<PathBuf>,
         adapter_dir: Option<&Path>,
+        allow_hosts: HashMap<AdapterName, Vec<String>>,
     ) -> anyhow::Result<(PluginHost, LoadReport)> {
         let engine =
             engine::build_engine(&limits).map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e}"))?;
@@ -162,6 +185,7 @@ impl PluginHost {
         AdapterWorld::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |state| state)
             .map_err(|e| anyhow::anyhow!("linking host imports: {e}"))?;
         let mut host = PluginHost {
+            allow_hosts: allow_hosts.into_iter().map(|(name, hosts)| (name, hosts.into())).collect(),
             cache: ComponentCache::new(cache_dir, &engine),
             _ticker: EpochTicker::start(&engine),
             engine,
@@ -169,17 +193,24 @@ impl PluginHost {
             limits: Arc::new(limits),
             adapters: ArcSwap::default(),
             builtins: HashMap::new(),
+            lua_pre: std::sync::OnceLock::new(),
         };
         let mut report = LoadReport::default();
         for (name, wasm) in BUILTIN_ADAPTERS {
             let adapter = host
-                .compile(AdapterName::new(*name), AdapterOrigin::Builtin, wasm, &mut report)
+                .compile(AdapterName::new(*name), AdapterOrigin::Builtin, wasm, None, &mut report)
                 .await
                 .map_err(|e| anyhow::anyhow!("built-in adapter `{name}` does not load: {e}"))?;
             host.builtins.insert(adapter.name.clone(), Arc::new(adapter));
         }
         host.adapters.store(Arc::new(host.builtins.clone()));
         if let Some(dir) = adapter_dir {
+            if let Err(e) = lua::write_bundled(dir) {
+                report.warnings.push(LoadWarning {
+                    file: dir.to_path_buf(),
+                    message: format!("cannot write the bundled Lua scripts: {e}"),
+                });
+            }
             for file in catalog::adapter_files(dir, &mut report.warnings) {
                 host.load_file(&file, &mut report).await;
             }
@@ -192,8 +223,13 @@ impl PluginHost {
         let Some(name) = file.file_stem().and_then(|s| s.to_str()).map(AdapterName::new) else {
             return false;
         };
+        let origin = AdapterOrigin::File(file.to_path_buf());
         let loaded = match std::fs::read(file) {
-            Ok(wasm) => self.compile(name.clone(), AdapterOrigin::File(file.to_path_buf()), &wasm, report).await,
+            Ok(script) if file.extension().is_some_and(|x| x == "lua") => match String::from_utf8(script) {
+                Ok(script) => self.compile(name.clone(), origin, lua::COMPONENT, Some(script.into()), report).await,
+                Err(_) => Err("a Lua script must be UTF-8 text".to_string()),
+            },
+            Ok(wasm) => self.compile(name.clone(), origin, &wasm, None, report).await,
             Err(e) => Err(format!("cannot read it: {e}")),
         };
         match loaded {
@@ -223,19 +259,21 @@ impl PluginHost {
         name: AdapterName,
         origin: AdapterOrigin,
         wasm: &[u8],
+        script: Option<Arc<str>>,
         report: &mut LoadReport,
     ) -> Result<Adapter, String> {
-        let (component, outcome) =
-            self.cache.load(&self.engine, wasm).map_err(|e| format!("not a valid WebAssembly component: {e}"))?;
-        match outcome {
-            CacheOutcome::Hit => report.cache_hits += 1,
-            CacheOutcome::Compiled => report.compiled += 1,
-        }
-        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
-            format!("does not fit the switchyard:adapter world (or imports what the sandbox denies): {e}")
-        })?;
-        let pre = AdapterWorldPre::new(instance_pre)
-            .map_err(|e| format!("does not export the switchyard:adapter world: {e}"))?;
+        // Every Lua script runs the same component: prepare it once.
+        let pre = match (&script, self.lua_pre.get()) {
+            (Some(_), Some(pre)) => pre.clone(),
+            _ => {
+                let pre = self.prepare(wasm, report)?;
+                if script.is_some() {
+                    let _ = self.lua_pre.set(pre.clone());
+                }
+                pre
+            }
+        };
+        let allow_hosts = self.allow_hosts.get(&name).cloned().unwrap_or_else(|| Arc::from(Vec::new()));
         let mut adapter = Adapter {
             name,
             origin,
@@ -245,6 +283,8 @@ impl PluginHost {
                 protocol: String::new(),
                 stream_framing: StreamFraming::Sse,
             },
+            allow_hosts,
+            script,
             pre,
             engine: self.engine.clone(),
             limits: self.limits.clone(),
@@ -255,7 +295,13 @@ impl PluginHost {
         probe.store.set_epoch_deadline(self.limits.deadline_ticks());
         adapter.metadata =
             probe.world.switchyard_adapter_adapter().call_describe(&mut probe.store).await.map_err(|e| {
-                adapter.sandbox_error(GuestCall::Describe, adapter.trap_cause(&e, probe.store.data())).to_string()
+                // A guest that logged why before it trapped (a Lua script that does not load) says so.
+                match probe.store.data().last_error.clone() {
+                    Some(reason) => reason,
+                    None => adapter
+                        .sandbox_error(GuestCall::Describe, adapter.trap_cause(&e, probe.store.data()))
+                        .to_string(),
+                }
             })?;
         Ok(adapter)
     }
@@ -263,7 +309,20 @@ impl PluginHost {
     /// Checks `wasm` as a `name` adapter (compiles it, instantiates it, asks it to describe
     /// itself) without putting it in use.
     pub async fn check(&self, name: &AdapterName, origin: AdapterOrigin, wasm: &[u8]) -> Result<Arc<Adapter>, String> {
-        self.compile(name.clone(), origin, wasm, &mut LoadReport::default()).await.map(Arc::new)
+        self.compile(name.clone(), origin, wasm, None, &mut LoadReport::default()).await.map(Arc::new)
+    }
+
+    /// Checks a Lua script as adapter `name`: it loads in the Lua-compat component and its
+    /// table has what the contract needs. Not put in use.
+    pub async fn check_lua(
+        &self,
+        name: &AdapterName,
+        origin: AdapterOrigin,
+        script: &str,
+    ) -> Result<Arc<Adapter>, String> {
+        self.compile(name.clone(), origin, lua::COMPONENT, Some(script.into()), &mut LoadReport::default())
+            .await
+            .map(Arc::new)
     }
 
     /// Puts an adapter in use, replacing the same-named one. Sessions already open keep the
@@ -292,6 +351,20 @@ impl PluginHost {
             next
         });
         removed
+    }
+
+    /// Compiles (or loads from the cache) and links a component.
+    fn prepare(&self, wasm: &[u8], report: &mut LoadReport) -> Result<AdapterWorldPre<GuestState>, String> {
+        let (component, outcome) =
+            self.cache.load(&self.engine, wasm).map_err(|e| format!("not a valid WebAssembly component: {e}"))?;
+        match outcome {
+            CacheOutcome::Hit => report.cache_hits += 1,
+            CacheOutcome::Compiled => report.compiled += 1,
+        }
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            format!("does not fit the switchyard:adapter world (or imports what the sandbox denies): {e}")
+        })?;
+        AdapterWorldPre::new(instance_pre).map_err(|e| format!("does not export the switchyard:adapter world: {e}"))
     }
 
     pub fn adapter(&self, name: &AdapterName) -> Option<Arc<Adapter>> {

@@ -75,7 +75,10 @@ fn check_accepts_the_shipped_example_and_serve_refuses_bad_config() {
     let (code, out, err) = switchyard(&["check", "--config", &file.display().to_string()]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
-        out.starts_with("config OK: 2 sources, 1 keys, adapters: anthropic, deepseek, gemini, ollama, openai"),
+        out.starts_with(
+            "config OK: 2 sources, 1 keys, adapters: anthropic, deepseek, gemini, lua-anthropic, lua-deepseek, \
+             lua-gemini, lua-groq, lua-mistral, lua-ollama, lua-openai, ollama, openai"
+        ),
         "{out}"
     );
 

@@ -19,11 +19,13 @@ fn context() -> SourceContext {
 async fn a_restart_reuses_the_compiled_cache() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    let (_, first) = PluginHost::load(SandboxLimits::default(), Some(cache.clone()), None).await.unwrap();
+    let (_, first) =
+        PluginHost::load(SandboxLimits::default(), Some(cache.clone()), None, Default::default()).await.unwrap();
     assert_eq!((first.compiled, first.cache_hits), (5, 0));
     let entries = std::fs::read_dir(&cache).unwrap().count();
     assert_eq!(entries, 5);
-    let (host, second) = PluginHost::load(SandboxLimits::default(), Some(cache.clone()), None).await.unwrap();
+    let (host, second) =
+        PluginHost::load(SandboxLimits::default(), Some(cache.clone()), None, Default::default()).await.unwrap();
     assert_eq!((second.compiled, second.cache_hits), (0, 5));
     assert_eq!(host.adapter(&AdapterName::new("openai")).unwrap().metadata().protocol, "openai-chat");
 
@@ -31,13 +33,13 @@ async fn a_restart_reuses_the_compiled_cache() {
     for entry in std::fs::read_dir(&cache).unwrap() {
         std::fs::write(entry.unwrap().path(), b"garbage").unwrap();
     }
-    let (_, third) = PluginHost::load(SandboxLimits::default(), Some(cache), None).await.unwrap();
+    let (_, third) = PluginHost::load(SandboxLimits::default(), Some(cache), None, Default::default()).await.unwrap();
     assert_eq!((third.compiled, third.cache_hits), (5, 0));
 }
 
 #[tokio::test]
 async fn pools_grow_lazily_and_wait_at_their_bound() {
-    let (host, _) = PluginHost::load(SandboxLimits::default(), None, None).await.unwrap();
+    let (host, _) = PluginHost::load(SandboxLimits::default(), None, None, Default::default()).await.unwrap();
     let adapter = host.adapter(&AdapterName::new("openai")).unwrap().clone();
     adapter.set_pool_capacity(1);
     assert_eq!(adapter.pool_stats(), (1, 0), "nothing is preallocated");
@@ -71,7 +73,7 @@ async fn pool_capacity_is_the_summed_max_concurrent_of_its_sources() {
 
 #[tokio::test]
 async fn a_session_transforms_a_request_through_the_real_component() {
-    let (host, _) = PluginHost::load(SandboxLimits::default(), None, None).await.unwrap();
+    let (host, _) = PluginHost::load(SandboxLimits::default(), None, None, Default::default()).await.unwrap();
     let adapter = host.adapter(&AdapterName::new("openai")).unwrap();
     let mut session = adapter.open_session(&context()).await.unwrap();
     let request = session

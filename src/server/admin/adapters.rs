@@ -1,6 +1,6 @@
-//! Adapters: list them, upload a `.wasm` component (checked — compiled, instantiated, asked to
-//! describe itself — before it replaces anything; in use at once, while streams already open
-//! finish on the adapter they started with), delete an uploaded one.
+//! Adapters: list them, upload a `.wasm` component or a `.lua` script (checked — compiled or
+//! loaded, instantiated, asked to describe itself — before it replaces anything; in use at
+//! once, while streams already open finish on the adapter they started with), delete one.
 
 use std::sync::Arc;
 
@@ -37,6 +37,7 @@ fn adapter_json(gw: &Gateway, adapter: &Adapter) -> Value {
     };
     json!({
         "name": adapter.name(), "version": m.version, "protocol": m.protocol, "origin": origin, "file": file,
+        "lua": adapter.is_lua(),
         "pool": {"capacity": capacity, "idle": idle}, "used_by": used_by,
     })
 }
@@ -77,7 +78,7 @@ pub async fn upload(
     })?;
     std::fs::create_dir_all(dir)
         .and_then(|()| {
-            let tmp = file.with_extension(format!("wasm.tmp-{}", std::process::id()));
+            let tmp = file.with_extension(format!("tmp-{}", std::process::id()));
             std::fs::write(&tmp, &bytes)?;
             std::fs::rename(&tmp, &file)
         })

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the Lua-compat component from source into dist/lua-compat.wasm and records the hash of
+# its sources in dist/SOURCES.sha256. Needs Debian's clang-22, llvm-22 and wasi-libc.
+#   adapters-lua-compat/build.sh           build and update dist/
+#   adapters-lua-compat/build.sh --check   build, and fail if dist/ is not current
+set -euo pipefail
+cd "$(dirname "$0")"
+
+for tool in clang-22 llvm-ar-22; do
+    command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install clang-22 llvm-22 lld-22 wasi-libc" >&2; exit 1; }
+done
+[ -d /usr/include/wasm32-wasi ] || { echo "missing wasi-libc headers: apt-get install wasi-libc" >&2; exit 1; }
+
+# clang looks for headers under <sysroot>/include/<triple>: give it Debian's wasi-libc there.
+target_dir="${LUA_COMPAT_TARGET_DIR:-$PWD/target}"
+sysroot="$target_dir/sysroot"
+mkdir -p "$sysroot/include"
+ln -sfn /usr/include/wasm32-wasi "$sysroot/include/wasm32-wasip2"
+
+export CC_wasm32_wasip2=clang-22
+export AR_wasm32_wasip2=llvm-ar-22
+export CFLAGS_wasm32_wasip2="--target=wasm32-wasip2 --sysroot=$sysroot -I$PWD/shim"
+env -u RUSTFLAGS -u CARGO_ENCODED_RUSTFLAGS -u CARGO_TARGET_DIR -u CARGO_BUILD_TARGET \
+    cargo build --release --locked --target wasm32-wasip2 --target-dir "$target_dir"
+
+sources_hash() {
+    find Cargo.toml Cargo.lock build.rs src shim scripts -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1
+}
+built="$target_dir/wasm32-wasip2/release/lua_compat.wasm"
+if [ "${1:-}" = "--check" ]; then
+    [ "$(cat dist/SOURCES.sha256)" = "$(sources_hash)" ] || {
+        echo "dist/lua-compat.wasm is stale: its sources changed; run adapters-lua-compat/build.sh and commit dist/" >&2
+        exit 1
+    }
+    echo "lua-compat: dist/ is current ($(sources_hash))"
+else
+    cp "$built" dist/lua-compat.wasm
+    sources_hash > dist/SOURCES.sha256
+    echo "lua-compat: dist/lua-compat.wasm updated ($(wc -c < dist/lua-compat.wasm) bytes)"
+fi
