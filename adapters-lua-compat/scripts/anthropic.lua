@@ -40,6 +40,12 @@ local function assistant_blocks(m)
   return blocks
 end
 
+-- Prompt tokens as OpenAI counts them: cache reads and writes included.
+local function prompt_tokens(u)
+  if u == nil or u.input_tokens == nil then return nil end
+  return u.input_tokens + (u.cache_read_input_tokens or 0) + (u.cache_creation_input_tokens or 0)
+end
+
 local stop_reasons = { end_turn = "stop", stop_sequence = "stop", max_tokens = "length", tool_use = "tool_calls", refusal = "content_filter" }
 
 return {
@@ -109,7 +115,7 @@ return {
     if thinking ~= "" then out.reasoning_content = thinking end
     if #out.tool_calls == 0 then out.tool_calls = nil end
     local u = resp.usage or {}
-    out.token_usage = { prompt = u.input_tokens, completion = u.output_tokens }
+    out.token_usage = { prompt = prompt_tokens(u), completion = u.output_tokens }
     return json.encode(out)
   end,
 
@@ -117,7 +123,7 @@ return {
     local e = json.decode(raw_line)
     if e == nil then return "" end
     if e.type == "message_start" then
-      stream_state.input_tokens = e.message and e.message.usage and e.message.usage.input_tokens
+      stream_state.input_tokens = prompt_tokens(e.message and e.message.usage)
       return ""
     elseif e.type == "content_block_start" and e.content_block and e.content_block.type == "tool_use" then
       local ordinal = stream_state.next_tool
@@ -136,7 +142,7 @@ return {
       local u = e.usage or {}
       return json.encode({
         finish_reason = stop_reasons[e.delta and e.delta.stop_reason] or "stop",
-        usage = { prompt = u.input_tokens or stream_state.input_tokens, completion = u.output_tokens },
+        usage = { prompt = prompt_tokens(u) or stream_state.input_tokens, completion = u.output_tokens },
       })
     elseif e.type == "message_stop" then
       return json.encode({ done = true })

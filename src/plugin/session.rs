@@ -42,6 +42,7 @@ impl AdapterSession {
         let (store, world, session) = self.enter(GuestCall::TransformRequest)?;
         let result = world.switchyard_adapter_adapter().session().call_transform_request(store, session, unified).await;
         let out = self.settle(GuestCall::TransformRequest, result)?;
+        self.retire_after_script_error(&out);
         if let Ok(request) = &out {
             let bytes = request.body.len()
                 + request.url.len()
@@ -56,6 +57,7 @@ impl AdapterSession {
         let result =
             world.switchyard_adapter_adapter().session().call_transform_response(store, session, response).await;
         let out = self.settle(GuestCall::TransformResponse, result)?;
+        self.retire_after_script_error(&out);
         if let Ok(body) = &out {
             self.check_output(GuestCall::TransformResponse, body.len())?;
         }
@@ -67,6 +69,7 @@ impl AdapterSession {
         let result =
             world.switchyard_adapter_adapter().session().call_transform_stream_chunk(store, session, event).await;
         let out = self.settle(GuestCall::TransformStreamChunk, result)?;
+        self.retire_after_script_error(&out);
         self.check_stream_output(GuestCall::TransformStreamChunk, &out)?;
         Ok(out)
     }
@@ -75,6 +78,7 @@ impl AdapterSession {
         let (store, world, session) = self.enter(GuestCall::FinishStream)?;
         let result = world.switchyard_adapter_adapter().session().call_finish_stream(store, session).await;
         let out = self.settle(GuestCall::FinishStream, result)?;
+        self.retire_after_script_error(&out);
         self.check_stream_output(GuestCall::FinishStream, &out)?;
         Ok(out)
     }
@@ -109,6 +113,14 @@ impl AdapterSession {
         Ok((&mut instance.store, &instance.world, self.resource))
     }
 
+    /// A Lua script that failed may have left its state half-changed: its instance is not
+    /// reused (the Lua-compat component marks a script's own errors with `LUA_SCRIPT_ERROR`).
+    fn retire_after_script_error<T>(&mut self, out: &Result<T, super::GuestError>) {
+        if self.adapter.is_lua() && out.as_ref().is_err_and(|e| e.message.starts_with(LUA_SCRIPT_ERROR)) {
+            self.poisoned = true;
+        }
+    }
+
     /// A failed call poisons the instance and is named by cause.
     fn settle<R>(&mut self, call: GuestCall, result: wasmtime::Result<R>) -> Result<R, SandboxError> {
         result.map_err(|e| {
@@ -118,6 +130,9 @@ impl AdapterSession {
         })
     }
 }
+
+/// How the Lua-compat component begins the message of an error the script itself caused.
+pub const LUA_SCRIPT_ERROR: &str = "Lua adapter: ";
 
 impl Drop for AdapterSession {
     fn drop(&mut self) {

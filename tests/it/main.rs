@@ -13,6 +13,7 @@ mod failover;
 mod gemini_upstream;
 mod images;
 mod kill_restart;
+mod lua;
 mod messages;
 mod modes;
 mod ollama_upstream;

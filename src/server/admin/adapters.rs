@@ -38,6 +38,7 @@ fn adapter_json(gw: &Gateway, adapter: &Adapter) -> Value {
     json!({
         "name": adapter.name(), "version": m.version, "protocol": m.protocol, "origin": origin, "file": file,
         "lua": adapter.is_lua(),
+        "lua": adapter.is_lua(),
         "pool": {"capacity": capacity, "idle": idle}, "used_by": used_by,
     })
 }
@@ -63,17 +64,22 @@ pub async fn upload(
     bytes: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let name = checked_name(&name)?;
-    if !bytes.starts_with(b"\0asm") {
-        let message = if std::str::from_utf8(&bytes).is_ok() {
-            "this looks like a Lua script: Lua adapters run in the lua-compat component, which this build does not have yet"
-        } else {
-            "the body is not a WebAssembly component (it does not start with \\0asm)"
-        };
-        return Err(ApiError::invalid_request(message).code("unsupported_adapter"));
-    }
     let dir = &gw.base.adapter_dir;
-    let file = dir.join(format!("{name}.wasm"));
-    let adapter = gw.plugins.check(&name, AdapterOrigin::File(file.clone()), &bytes).await.map_err(|e| {
+    // A component starts with the wasm magic; anything else must be a Lua script (UTF-8).
+    let (file, checked) = if bytes.starts_with(b"\0asm") {
+        let file = dir.join(format!("{name}.wasm"));
+        let checked = gw.plugins.check(&name, AdapterOrigin::File(file.clone()), &bytes).await;
+        (file, checked)
+    } else {
+        let script = std::str::from_utf8(&bytes).map_err(|_| {
+            ApiError::invalid_request("the body is neither a WebAssembly component nor a UTF-8 Lua script")
+                .code("invalid_adapter")
+        })?;
+        let file = dir.join(format!("{name}.lua"));
+        let checked = gw.plugins.check_lua(&name, AdapterOrigin::File(file.clone()), script).await;
+        (file, checked)
+    };
+    let adapter = checked.map_err(|e| {
         ApiError::invalid_request(format!("adapter `{name}` was not installed: {e}")).code("invalid_adapter")
     })?;
     std::fs::create_dir_all(dir)
