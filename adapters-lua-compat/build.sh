@@ -28,11 +28,14 @@ sources_hash() {
 }
 built="$target_dir/wasm32-wasip2/release/lua_compat.wasm"
 if [ "${1:-}" = "--check" ]; then
-    [ "$(cat dist/SOURCES.sha256)" = "$(sources_hash)" ] || {
-        echo "dist/lua-compat.wasm is stale: its sources changed; run adapters-lua-compat/build.sh and commit dist/" >&2
+    # The build is reproducible (same toolchain, no paths in the output): the shipped component
+    # must be byte for byte what these sources build.
+    if [ "$(cat dist/SOURCES.sha256)" != "$(sources_hash)" ] || ! cmp -s "$built" dist/lua-compat.wasm; then
+        echo "dist/lua-compat.wasm is stale: it is not what adapters-lua-compat/ builds;" \
+             "run adapters-lua-compat/build.sh and commit dist/" >&2
         exit 1
-    }
-    echo "lua-compat: dist/ is current ($(sources_hash))"
+    fi
+    echo "lua-compat: dist/lua-compat.wasm is current (sources $(sources_hash))"
 else
     cp "$built" dist/lua-compat.wasm
     sources_hash > dist/SOURCES.sha256

@@ -1,11 +1,13 @@
 //! Adapter cost through the real pooled engine (run: `cargo bench --bench adapter`):
 //! transform-request on a ~2 KB body with instance checkout, per stream chunk, a cold
-//! instance, and engine cold start with and without the compiled-component cache.
+//! instance (native and the bundled Lua anthropic script), and engine cold start with and
+//! without the compiled-component cache.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use switchyard::config::AdapterName;
-use switchyard::plugin::{Operation, PluginHost, SandboxLimits, SourceContext, StreamEvent};
+use switchyard::plugin::{Adapter, Operation, PluginHost, SandboxLimits, SourceContext, StreamEvent};
 
 const ITERATIONS: usize = 20_000;
 
@@ -57,6 +59,75 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+/// Warm pool: transform-request with checkout, then per stream chunk on one session.
+async fn warm(
+    adapter: &Arc<Adapter>,
+    name: &str,
+    ctx: &SourceContext,
+    body: &str,
+    chunk: &StreamEvent,
+    stream_start: Option<&StreamEvent>,
+) {
+    adapter.set_pool_capacity(4);
+    // Warm the pool and the caches.
+    for _ in 0..500 {
+        let mut s = adapter.open_session(ctx).await.unwrap();
+        s.transform_request(body).await.unwrap().unwrap();
+    }
+    let mut checkout = Stats { samples: Vec::with_capacity(ITERATIONS) };
+    let mut transform = Stats { samples: Vec::with_capacity(ITERATIONS) };
+    let mut both = Stats { samples: Vec::with_capacity(ITERATIONS) };
+    for _ in 0..ITERATIONS {
+        let t0 = Instant::now();
+        let mut session = adapter.open_session(ctx).await.unwrap();
+        let t1 = Instant::now();
+        let request = session.transform_request(body).await.unwrap().unwrap();
+        let t2 = Instant::now();
+        drop(session);
+        std::hint::black_box(request);
+        checkout.samples.push(t1 - t0);
+        transform.samples.push(t2 - t1);
+        both.samples.push(t2 - t0);
+    }
+    both.line(&format!("{name}: transform-request 2 KB, checkout incl."));
+    checkout.line(&format!("{name}:   of which checkout + session open"));
+    transform.line(&format!("{name}:   of which transform-request call"));
+
+    let mut session = adapter.open_session(ctx).await.unwrap();
+    session.transform_request(body).await.unwrap().unwrap();
+    if let Some(start) = stream_start {
+        session.transform_stream_chunk(start).await.unwrap().unwrap();
+    }
+    let mut per_chunk = Stats { samples: Vec::with_capacity(ITERATIONS) };
+    for _ in 0..ITERATIONS {
+        let t0 = Instant::now();
+        let out = session.transform_stream_chunk(chunk).await.unwrap().unwrap();
+        per_chunk.samples.push(t0.elapsed());
+        std::hint::black_box(out);
+    }
+    per_chunk.line(&format!("{name}: transform-stream-chunk (one event)"));
+}
+
+/// Cold instances: every session is held, so each checkout instantiates afresh (for a Lua
+/// adapter that includes starting Lua and loading the script).
+async fn cold(adapter: &Arc<Adapter>, name: &str, ctx: &SourceContext, body: &str) {
+    const COLD: usize = 200;
+    adapter.set_pool_capacity(COLD + 4);
+    let mut held = Vec::with_capacity(COLD);
+    for _ in 0..4 {
+        held.push(adapter.open_session(ctx).await.unwrap());
+    }
+    let mut cold = Stats { samples: Vec::with_capacity(COLD) };
+    for _ in 0..COLD {
+        let t0 = Instant::now();
+        let mut s = adapter.open_session(ctx).await.unwrap();
+        s.transform_request(body).await.unwrap().unwrap();
+        cold.samples.push(t0.elapsed());
+        held.push(s);
+    }
+    cold.line(&format!("{name}: cold instance + transform-request"));
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(run());
@@ -82,65 +153,18 @@ async fn run() {
         data: r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1}}}"#.into(),
     };
     for (name, chunk) in [("openai", &openai_chunk), ("anthropic", &anthropic_chunk)] {
-        let adapter = host.adapter(&AdapterName::new(name)).unwrap().clone();
-        adapter.set_pool_capacity(4);
-        // Warm the pool and the caches.
-        for _ in 0..500 {
-            let mut s = adapter.open_session(&ctx).await.unwrap();
-            s.transform_request(&body).await.unwrap().unwrap();
-        }
-        let mut checkout = Stats { samples: Vec::with_capacity(ITERATIONS) };
-        let mut transform = Stats { samples: Vec::with_capacity(ITERATIONS) };
-        let mut both = Stats { samples: Vec::with_capacity(ITERATIONS) };
-        for _ in 0..ITERATIONS {
-            let t0 = Instant::now();
-            let mut session = adapter.open_session(&ctx).await.unwrap();
-            let t1 = Instant::now();
-            let request = session.transform_request(&body).await.unwrap().unwrap();
-            let t2 = Instant::now();
-            drop(session);
-            std::hint::black_box(request);
-            checkout.samples.push(t1 - t0);
-            transform.samples.push(t2 - t1);
-            both.samples.push(t2 - t0);
-        }
-        both.line(&format!("{name}: transform-request 2 KB, checkout incl."));
-        checkout.line(&format!("{name}:   of which checkout + session open"));
-        transform.line(&format!("{name}:   of which transform-request call"));
+        let adapter = host.adapter(&AdapterName::new(name)).unwrap();
+        warm(&adapter, name, &ctx, &body, chunk, (name == "anthropic").then_some(&anthropic_start)).await;
+    }
+    cold(&host.adapter(&AdapterName::new("openai")).unwrap(), "openai", &ctx, &body).await;
 
-        let mut session = adapter.open_session(&ctx).await.unwrap();
-        if name == "anthropic" {
-            session.transform_stream_chunk(&anthropic_start).await.unwrap().unwrap();
-        }
-        let mut per_chunk = Stats { samples: Vec::with_capacity(ITERATIONS) };
-        for _ in 0..ITERATIONS {
-            let t0 = Instant::now();
-            let out = session.transform_stream_chunk(chunk).await.unwrap().unwrap();
-            per_chunk.samples.push(t0.elapsed());
-            std::hint::black_box(out);
-        }
-        drop(session);
-        per_chunk.line(&format!("{name}: transform-stream-chunk (one event)"));
-    }
-    let adapter = host.adapter(&AdapterName::new("openai")).unwrap().clone();
-
-    // A cold instance: every session is held, so each checkout instantiates afresh.
-    const COLD: usize = 200;
-    adapter.set_pool_capacity(COLD + 4);
-    let mut held = Vec::with_capacity(COLD);
-    for _ in 0..4 {
-        held.push(adapter.open_session(&ctx).await.unwrap());
-    }
-    let mut cold = Stats { samples: Vec::with_capacity(COLD) };
-    for _ in 0..COLD {
-        let t0 = Instant::now();
-        let mut s = adapter.open_session(&ctx).await.unwrap();
-        s.transform_request(&body).await.unwrap().unwrap();
-        cold.samples.push(t0.elapsed());
-        held.push(s);
-    }
-    drop(held);
-    cold.line("cold instance + transform-request");
+    // The bundled Lua anthropic script in the Lua-compat component, warm and cold.
+    let scripts = tempfile::tempdir().unwrap();
+    let (lua_host, _) =
+        PluginHost::load(SandboxLimits::default(), None, Some(scripts.path()), Default::default()).await.unwrap();
+    let lua = lua_host.adapter(&AdapterName::new("lua-anthropic")).unwrap();
+    warm(&lua, "lua-anthropic", &ctx, &body, &anthropic_chunk, Some(&anthropic_start)).await;
+    cold(&lua, "lua-anthropic", &ctx, &body).await;
 
     // Engine cold start: compile vs. compiled-component cache.
     let dir = tempfile::tempdir().unwrap();
