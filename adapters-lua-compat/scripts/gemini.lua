@@ -47,12 +47,10 @@ local function read(resp, streaming)
       out.content = out.content .. p.text
     end
   end
-  if #calls > 0 then
-    if streaming then out.tool_calls = calls else out.tool_calls = calls end
-  end
+  if #calls > 0 then out.tool_calls = calls end
   if cand.finishReason then
-    out.finish_reason = #calls > 0 and "tool_calls" or (finish_reasons[cand.finishReason] or "stop")
-    if stream_state.calls and stream_state.calls > 0 then out.finish_reason = "tool_calls" end
+    local called = (stream_state.calls or 0) > 0
+    out.finish_reason = called and "tool_calls" or (finish_reasons[cand.finishReason] or "stop")
   end
   local u = resp.usageMetadata
   if u then

@@ -208,12 +208,20 @@ async fn hostile_scripts_fail_their_attempt_clearly_and_the_gateway_keeps_servin
     let body = |code: &str| format!("return {{ name = 'x', transform_request = function(raw) {code} end }}");
     let scripts = [
         ("spin", body("while true do end")),
-        ("hog", body("local t = {} while true do t[#t + 1] = string.rep('x', 1048576) .. #t end")),
+        // Distinct 8 MB strings (equal ones would be interned once): the 32 MiB cap in a few steps.
+        ("hog", body("local t = {} while true do t[#t + 1] = string.rep(tostring(#t), 4194304) end")),
         ("boom", body("error('boom at the gate')")),
         ("wrong", body("return { not_a = 'string' }")),
         ("snoop", body("return io.open('/etc/passwd'):read('*a')")),
         ("shell", body("return os.execute('id')")),
         ("fine", body("return raw")),
+        (
+            "everywhere",
+            "return { name = 'e', transform_request = function(raw) return raw end,
+                      transform_response = function() error('no response for you') end,
+                      transform_stream_chunk = function() error('no chunks either') end }"
+                .to_string(),
+        ),
     ];
     let scripts: Vec<(&str, &str)> = scripts.iter().map(|(n, s)| (*n, s.as_str())).collect();
     let gw = with_scripts(&mock, &scripts, "").await;
@@ -239,6 +247,18 @@ async fn hostile_scripts_fail_their_attempt_clearly_and_the_gateway_keeps_servin
     }
     let fine = gw.gateway.plugins.adapter(&switchyard::config::AdapterName::new("fine")).unwrap();
     assert_eq!(fine.pool_stats().1, 1, "one warm instance, reused by every request");
+
+    // Errors in every function: a stream chunk's error forwards the upstream's own line (the
+    // legacy contract), so the stream still arrives whole; a response fails clearly.
+    let sse =
+        gw.chat(json!({"model": "everywhere-m", "stream": true, "messages": [{"role": "user", "content": "x"}]})).await;
+    let (events, done) = openai_events(&sse.text().await.unwrap());
+    assert!(done);
+    assert_eq!(assemble(&events).content, "hello there");
+    let response = gw.chat(json!({"model": "everywhere-m", "messages": [{"role": "user", "content": "x"}]})).await;
+    assert_eq!(response.status(), 502);
+    let message = response.json::<Value>().await.unwrap()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("`transform_response` failed: runtime error: script:2: no response for you"), "{message}");
 }
 
 // Two workers: the script's request blocks one while the mock answers on the other.
