@@ -14,7 +14,7 @@ use futures::StreamExt;
 use super::Gateway;
 use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
 use super::error::ApiError;
-use super::request::{ChatRequest, parse_json, read_body};
+use super::request::{ChatRequest, arrive, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
@@ -36,10 +36,7 @@ async fn handle(
     body: Body,
 ) -> Result<Response, ApiError> {
     let started = std::time::Instant::now();
-    let runtime = gw.runtime();
-    let key = runtime.keys.authenticate(&headers)?;
-    tracing::Span::current().record("key", key.name.as_str());
-    let bytes = read_body(body, gw.base.body_limit_bytes).await?;
+    let (runtime, key, bytes) = arrive(&gw, &headers, body).await?;
     let request: ChatRequest = parse_json(&bytes)?;
     tracing::Span::current().record("model", &*request.model);
     if request.messages.is_empty() {
@@ -58,7 +55,7 @@ async fn handle(
         depth: 0,
         fusion_id: None,
     };
-    let reply = dispatch(&gw, key, call).await?;
+    let reply = dispatch(&gw, &key, call).await?;
     let mut response = match reply.answer {
         Answer::Complete(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Answer::Stream(chunks) => sse_response(chunks, started),

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use super::Gateway;
 use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
 use super::error::ApiError;
-use super::request::{parse_json, read_body};
+use super::request::{arrive, parse_json};
 use crate::config::ModelKind;
 
 #[allow(dead_code)] // fields exist to be type-checked
@@ -51,9 +51,7 @@ async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let runtime = gw.runtime();
-    let key = runtime.keys.authenticate(&headers)?;
-    let bytes = read_body(body, gw.base.body_limit_bytes).await?;
+    let (runtime, key, bytes) = arrive(&gw, &headers, body).await?;
     let request: EmbeddingsRequest = parse_json(&bytes)?;
     if matches!(&request.input, Input::Many(items) if items.is_empty()) {
         return Err(ApiError::invalid_request("`input` must not be empty").param("input"));
@@ -70,7 +68,7 @@ async fn handle(
         depth: 0,
         fusion_id: None,
     };
-    match dispatch(&gw, key, call).await?.answer {
+    match dispatch(&gw, &key, call).await?.answer {
         Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
         Answer::Stream(_) => Err(ApiError::invalid_request("embeddings cannot be streamed")),
     }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::Gateway;
 use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
 use super::error::ApiError;
-use super::request::{parse_json, read_body};
+use super::request::{arrive, parse_json};
 use crate::config::ModelKind;
 use crate::router::AUTO;
 
@@ -49,10 +49,7 @@ async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let runtime = gw.runtime();
-    let key = runtime.keys.authenticate(&headers)?;
-    tracing::Span::current().record("key", key.name.as_str());
-    let bytes = read_body(body, gw.base.body_limit_bytes).await?;
+    let (runtime, key, bytes) = arrive(&gw, &headers, body).await?;
     let request: ImagesRequest = parse_json(&bytes)?;
     if request.prompt.trim().is_empty() {
         return Err(ApiError::invalid_request("`prompt` must not be empty").param("prompt"));
@@ -82,7 +79,7 @@ async fn handle(
         depth: 0,
         fusion_id: None,
     };
-    match dispatch(&gw, key, call).await?.answer {
+    match dispatch(&gw, &key, call).await?.answer {
         Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
         Answer::Stream(_) => Err(ApiError::invalid_request("image generation cannot be streamed")),
     }

@@ -9,6 +9,20 @@ use serde::de::IgnoredAny;
 
 use super::error::ApiError;
 
+/// What every front door does first: take the runtime snapshot the request will use,
+/// authenticate the key (before reading the body), then read the body under the limit.
+pub async fn arrive(
+    gw: &super::Gateway,
+    headers: &axum::http::HeaderMap,
+    body: Body,
+) -> Result<(std::sync::Arc<super::Runtime>, super::auth::KeyEntry, Bytes), ApiError> {
+    let runtime = gw.runtime();
+    let key = runtime.keys.authenticate(headers)?.clone();
+    tracing::Span::current().record("key", key.name.as_str());
+    let bytes = read_body(body, gw.base.body_limit_bytes).await?;
+    Ok((runtime, key, bytes))
+}
+
 pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),

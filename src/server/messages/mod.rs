@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::Gateway;
 use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
 use super::error::ApiError;
-use super::request::{parse_json, read_body};
+use super::request::{arrive, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
@@ -40,10 +40,7 @@ async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let runtime = gw.runtime();
-    let key = runtime.keys.authenticate(&headers)?;
-    tracing::Span::current().record("key", key.name.as_str());
-    let bytes = read_body(body, gw.base.body_limit_bytes).await?;
+    let (runtime, key, bytes) = arrive(&gw, &headers, body).await?;
     let checked: request::MessagesRequest = parse_json(&bytes)?;
     tracing::Span::current().record("model", &*checked.model);
     if checked.messages.is_empty() {
@@ -66,7 +63,7 @@ async fn handle(
         depth: 0,
         fusion_id: None,
     };
-    let reply = dispatch(&gw, key, call).await?;
+    let reply = dispatch(&gw, &key, call).await?;
     let mut response = match reply.answer {
         Answer::Complete(body) => {
             let unified: Value = serde_json::from_str(&body).map_err(|e| {
