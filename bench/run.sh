@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Comparative benchmark on one machine: a zero-latency mock upstream (Rust), then Switchyard
+# (openai adapter; anthropic adapter translating), LiteLLM proxy (PyPI, in a venv) and Portkey
+# gateway (npm), each with one upstream pointing at the mock, under the same load generator
+# (hey). Gateways are pinned to core 0, the mock and the load to core 1. All traffic stays on
+# 127.0.0.1; every loop is bounded in count and time. Prints one table (bench/report.py).
+#   bench/run.sh                 everything
+#   bench/run.sh --quick         shorter runs (smoke test of the harness)
+#   bench/run.sh --soak MINUTES  also a bounded soak of Switchyard, RSS over time
+#   bench/run.sh --only switchyard   skip installing and running the peers
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+work="$root/bench/.work"
+mkdir -p "$work"
+quick=0; soak=0; only=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) quick=1 ;;
+        --soak) soak="$2"; shift ;;
+        --only) only="$2"; shift ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+if [ "$quick" = 1 ]; then N_C1=300; FIXED=3s; STEP=2s; STREAMS=30; SLOW_N=2000; SLOW_C=1000
+else N_C1=3000; FIXED=10s; STEP=5s; STREAMS=200; SLOW_N=10000; SLOW_C=5000; fi
+
+pin_gw="taskset -c 0"; pin_load="taskset -c 1"
+[ "$(nproc)" -ge 2 ] || { pin_gw=""; pin_load=""; }
+
+# ---- tools -------------------------------------------------------------------------------
+command -v hey >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hey >/dev/null; }
+ulimit -n 65536 2>/dev/null || true
+echo "building release binaries..." >&2
+cargo build --release --quiet
+cargo build --release --quiet --manifest-path bench/Cargo.toml
+MOCK="$root/bench/target/release/mock"; PROBE="$root/bench/target/release/probe"
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+wait_port() {  # host:port, bounded to 60 s
+    for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done
+    echo "nothing listens on port $1" >&2; return 1
+}
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+hwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# The biggest RSS among a process and its children (LiteLLM and Portkey fork workers).
+tree_rss_kb() { local total=0; for p in $1 $(pgrep -P "$1" 2>/dev/null); do total=$((total + $(rss_kb "$p"))); done; echo $total; }
+
+# ---- the mock --------------------------------------------------------------------------------
+$pin_load "$MOCK" 9100 & pids+=($!); wait_port 9100
+
+# ---- Switchyard ------------------------------------------------------------------------------
+mkdir -p "$work/switchyard"
+cat > "$work/switchyard/config.yaml" <<YAML
+listen: 127.0.0.1:9200
+data_dir: $work/switchyard/data
+keys: [{name: bench, key: sk-bench, models: ['*']}]
+affinity: {enabled: false}
+sources:
+  - name: openai
+    base_url: http://127.0.0.1:9100/v1
+    api_key: sk-upstream
+    max_concurrent: 20000
+    timeout_seconds: 30
+    models: [{name: bench}, {name: slow}]
+  - name: claude
+    base_url: http://127.0.0.1:9100/v1
+    adapter: anthropic
+    api_key: sk-upstream
+    max_concurrent: 20000
+    models: [{name: bench-a, upstream: bench}]
+YAML
+SWITCHYARD_LOG=warn $pin_gw "$root/target/release/switchyard" --config "$work/switchyard/config.yaml" \
+    2> "$work/switchyard/log" & sy=$!; pids+=($sy); wait_port 9200
+
+# ---- LiteLLM ---------------------------------------------------------------------------------
+litellm=""
+if [ -z "$only" ]; then
+    if [ ! -x "$work/litellm/bin/litellm" ]; then
+        echo "installing LiteLLM into a venv..." >&2
+        python3 -m venv "$work/litellm" && "$work/litellm/bin/pip" install -q 'litellm[proxy]' >&2 || true
+    fi
+    if [ -x "$work/litellm/bin/litellm" ]; then
+        cat > "$work/litellm.yaml" <<YAML
+model_list:
+  - model_name: bench
+    litellm_params: {model: openai/bench, api_base: http://127.0.0.1:9100/v1, api_key: sk-upstream}
+litellm_settings: {drop_params: true, telemetry: false}
+YAML
+        LITELLM_LOG=ERROR $pin_gw "$work/litellm/bin/litellm" --config "$work/litellm.yaml" --port 9300 \
+            > "$work/litellm.log" 2>&1 & litellm=$!; pids+=($litellm)
+        wait_port 9300 || litellm=""
+    fi
+fi
+
+# ---- Portkey ---------------------------------------------------------------------------------
+portkey=""
+if [ -z "$only" ]; then
+    if [ ! -d "$work/portkey/node_modules/@portkey-ai/gateway" ]; then
+        echo "installing the Portkey gateway from npm..." >&2
+        mkdir -p "$work/portkey" && (cd "$work/portkey" && npm install --silent @portkey-ai/gateway >&2) || true
+    fi
+    entry="$work/portkey/node_modules/@portkey-ai/gateway/build/start-server.js"
+    if [ -f "$entry" ]; then
+        (cd "$work/portkey" && $pin_gw node "$entry" --port=9400 --headless > "$work/portkey.log" 2>&1) & portkey=$!; pids+=($portkey)
+        wait_port 9400 || portkey=""
+    fi
+fi
+
+# ---- measurements ----------------------------------------------------------------------------
+results="$work/results"; rm -rf "$results"; mkdir -p "$results"
+body='{"model":"bench","messages":[{"role":"user","content":"Hello"}]}'
+body_a='{"model":"bench-a","messages":[{"role":"user","content":"Hello"}]}'
+declare -A url pid hdr payload
+url[direct]="http://127.0.0.1:9100/v1/chat/completions"; pid[direct]=""; payload[direct]="$body"
+url[switchyard]="http://127.0.0.1:9200/v1/chat/completions"; pid[switchyard]=$sy; payload[switchyard]="$body"
+url[switchyard-anthropic]="http://127.0.0.1:9200/v1/chat/completions"; pid[switchyard-anthropic]=$sy; payload[switchyard-anthropic]="$body_a"
+targets=(direct switchyard switchyard-anthropic)
+if [ -n "$litellm" ]; then url[litellm]="http://127.0.0.1:9300/v1/chat/completions"; pid[litellm]=$litellm; payload[litellm]="$body"; targets+=(litellm); fi
+if [ -n "$portkey" ]; then
+    url[portkey]="http://127.0.0.1:9400/v1/chat/completions"; pid[portkey]=$portkey; payload[portkey]="$body"
+    hdr[portkey]="x-portkey-provider: openai|x-portkey-custom-host: http://127.0.0.1:9100/v1"; targets+=(portkey)
+fi
+
+load() {  # target, output name, hey options...
+    local t="$1" out="$2"; shift 2
+    local extra=()
+    IFS='|' read -ra hs <<< "${hdr[$t]:-}"
+    for h in "${hs[@]}"; do [ -n "$h" ] && extra+=(-H "$h"); done
+    $pin_load hey "$@" -m POST -T application/json -H "Authorization: Bearer sk-bench" "${extra[@]}" \
+        -d "${payload[$t]}" "${url[$t]}" > "$results/$t.$out.txt" 2>&1 || true
+}
+
+for t in "${targets[@]}"; do
+    echo "measuring $t..." >&2
+    [ -n "${pid[$t]}" ] && echo "$(tree_rss_kb "${pid[$t]}")" > "$results/$t.rss_idle"
+    load "$t" warm -n 500 -c 4
+    load "$t" c1 -n "$N_C1" -c 1
+    load "$t" fixed1k -z "$FIXED" -c 50 -q 20
+    # Max sustained RPS with p99 < 10 ms: rising steps, stopping at the first that misses.
+    for rps in 1000 2000 4000 8000 16000 32000; do
+        load "$t" "step$rps" -z "$STEP" -c 100 -q $((rps / 100))
+        python3 "$root/bench/report.py" --step-ok "$results/$t.step$rps.txt" "$rps" || break
+    done
+    [ -n "${pid[$t]}" ] && echo "$(tree_rss_kb "${pid[$t]}")" > "$results/$t.rss_load"
+    if [ "$t" != "switchyard-anthropic" ]; then
+        IFS='|' read -ra hs <<< "${hdr[$t]:-}"
+        "$PROBE" "${url[$t]}" "$STREAMS" sk-bench > "$results/$t.stream.json" 2>/dev/null || true
+    fi
+done
+
+# Thousands in flight against a 1 s upstream.
+echo "1 s upstream, $SLOW_C in flight..." >&2
+payload[slow]='{"model":"slow","messages":[{"role":"user","content":"Hello"}]}'; url[slow]="${url[switchyard]}"
+load slow inflight -n "$SLOW_N" -c "$SLOW_C" -t 30
+echo "$(hwm_kb "$sy")" > "$results/switchyard.rss_peak"
+
+# Soak: bounded, RSS every 10 s.
+if [ "$soak" != 0 ]; then
+    echo "soak: $soak min at 500 RPS..." >&2
+    ( for _ in $(seq $((soak * 6))); do echo "$(date +%s) $(rss_kb "$sy")"; sleep 10; done ) > "$results/soak.rss" &
+    sampler=$!
+    load switchyard soak -z "${soak}m" -c 25 -q 20
+    wait "$sampler" || true
+fi
+
+python3 "$root/bench/report.py" "$results" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
