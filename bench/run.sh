@@ -30,16 +30,24 @@ pin_gw="taskset -c 0"; pin_load="taskset -c 1"
 [ "$(nproc)" -ge 2 ] || { pin_gw=""; pin_load=""; }
 
 # ---- tools -------------------------------------------------------------------------------
-command -v hey >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hey >/dev/null; }
+if ! command -v hey >/dev/null || ! command -v wrk >/dev/null; then
+    apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hey wrk >/dev/null
+fi
 ulimit -n 65536 2>/dev/null || true
 echo "building release binaries..." >&2
 cargo build --release --quiet
 cargo build --release --quiet --manifest-path bench/Cargo.toml
 MOCK="$root/bench/target/release/mock"; PROBE="$root/bench/target/release/probe"
 
+# Every server runs in its own session (setsid), so stopping it stops its workers too.
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+cleanup() { for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
+for port in 9100 9200 9300 9400; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        echo "port $port is in use (a server left from an earlier run?): stop it first" >&2; exit 1
+    fi
+done
 
 wait_port() {  # host:port, bounded to 60 s
     for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done
@@ -51,7 +59,7 @@ hwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 tree_rss_kb() { local total=0; for p in $1 $(pgrep -P "$1" 2>/dev/null); do total=$((total + $(rss_kb "$p"))); done; echo $total; }
 
 # ---- the mock --------------------------------------------------------------------------------
-$pin_load "$MOCK" 9100 & pids+=($!); wait_port 9100
+setsid $pin_load "$MOCK" 9100 & pids+=($!); wait_port 9100
 
 # ---- Switchyard ------------------------------------------------------------------------------
 mkdir -p "$work/switchyard"
@@ -74,7 +82,7 @@ sources:
     max_concurrent: 20000
     models: [{name: bench-a, upstream: bench}]
 YAML
-SWITCHYARD_LOG=warn $pin_gw "$root/target/release/switchyard" --config "$work/switchyard/config.yaml" \
+SWITCHYARD_LOG=warn setsid $pin_gw "$root/target/release/switchyard" --config "$work/switchyard/config.yaml" \
     2> "$work/switchyard/log" & sy=$!; pids+=($sy); wait_port 9200
 
 # ---- LiteLLM ---------------------------------------------------------------------------------
@@ -90,8 +98,9 @@ model_list:
   - model_name: bench
     litellm_params: {model: openai/bench, api_base: http://127.0.0.1:9100/v1, api_key: sk-upstream}
 litellm_settings: {drop_params: true, telemetry: false}
+general_settings: {master_key: sk-bench}
 YAML
-        LITELLM_LOG=ERROR $pin_gw "$work/litellm/bin/litellm" --config "$work/litellm.yaml" --port 9300 \
+        LITELLM_LOG=ERROR setsid $pin_gw "$work/litellm/bin/litellm" --config "$work/litellm.yaml" --port 9300 \
             > "$work/litellm.log" 2>&1 & litellm=$!; pids+=($litellm)
         wait_port 9300 || litellm=""
     fi
@@ -106,7 +115,8 @@ if [ -z "$only" ]; then
     fi
     entry="$work/portkey/node_modules/@portkey-ai/gateway/build/start-server.js"
     if [ -f "$entry" ]; then
-        (cd "$work/portkey" && $pin_gw node "$entry" --port=9400 --headless > "$work/portkey.log" 2>&1) & portkey=$!; pids+=($portkey)
+        setsid env --chdir="$work/portkey" $pin_gw node "$entry" --port=9400 --headless > "$work/portkey.log" 2>&1 &
+        portkey=$!; pids+=($portkey)
         wait_port 9400 || portkey=""
     fi
 fi
@@ -126,31 +136,44 @@ if [ -n "$portkey" ]; then
     hdr[portkey]="x-portkey-provider: openai|x-portkey-custom-host: http://127.0.0.1:9100/v1"; targets+=(portkey)
 fi
 
-load() {  # target, output name, hey options...
+extra_headers() { IFS='|' read -ra hs <<< "${hdr[$1]:-}"; for h in "${hs[@]}"; do [ -n "$h" ] && printf '%s\n' "$h"; done; }
+
+load() {  # target, output name, hey options...  (open loop: hey paces requests)
     local t="$1" out="$2"; shift 2
     local extra=()
-    IFS='|' read -ra hs <<< "${hdr[$t]:-}"
-    for h in "${hs[@]}"; do [ -n "$h" ] && extra+=(-H "$h"); done
+    while IFS= read -r h; do extra+=(-H "$h"); done < <(extra_headers "$t")
     $pin_load hey "$@" -m POST -T application/json -H "Authorization: Bearer sk-bench" "${extra[@]}" \
         -d "${payload[$t]}" "${url[$t]}" > "$results/$t.$out.txt" 2>&1 || true
+}
+
+sweep() {  # target: closed-loop wrk at rising connection counts (the max-RPS search)
+    local t="$1" script="$results/$t.wrk.lua"
+    {
+        echo 'wrk.method = "POST"'
+        echo "wrk.body = [[${payload[$t]}]]"
+        echo 'wrk.headers["Content-Type"] = "application/json"'
+        echo 'wrk.headers["Authorization"] = "Bearer sk-bench"'
+        extra_headers "$t" | while IFS=: read -r k v; do echo "wrk.headers[\"$k\"] = \"${v# }\""; done
+    } > "$script"
+    for c in 1 2 4 8 16 32 64 128; do
+        $pin_load wrk -t1 -c"$c" -d"$STEP" --latency -s "$script" "${url[$t]}" > "$results/$t.wrk$c.txt" 2>&1 || true
+        # Every step runs (bounded by STEP): a peer that misses 10 ms still shows its best rate.
+    done
+}
+
+probe() {  # target, mode, count, body
+    PROBE_HEADERS="${hdr[$1]:-}" $pin_load "$PROBE" "$2" "${url[$1]}" "$3" "$4" 2>/dev/null || echo '{}'
 }
 
 for t in "${targets[@]}"; do
     echo "measuring $t..." >&2
     [ -n "${pid[$t]}" ] && echo "$(tree_rss_kb "${pid[$t]}")" > "$results/$t.rss_idle"
     load "$t" warm -n 500 -c 4
-    load "$t" c1 -n "$N_C1" -c 1
+    probe "$t" latency "$N_C1" "${payload[$t]}" > "$results/$t.c1.json"
     load "$t" fixed1k -z "$FIXED" -c 50 -q 20
-    # Max sustained RPS with p99 < 10 ms: rising steps, stopping at the first that misses.
-    for rps in 1000 2000 4000 8000 16000 32000; do
-        load "$t" "step$rps" -z "$STEP" -c 100 -q $((rps / 100))
-        python3 "$root/bench/report.py" --step-ok "$results/$t.step$rps.txt" "$rps" || break
-    done
+    sweep "$t"
     [ -n "${pid[$t]}" ] && echo "$(tree_rss_kb "${pid[$t]}")" > "$results/$t.rss_load"
-    if [ "$t" != "switchyard-anthropic" ]; then
-        IFS='|' read -ra hs <<< "${hdr[$t]:-}"
-        "$PROBE" "${url[$t]}" "$STREAMS" sk-bench > "$results/$t.stream.json" 2>/dev/null || true
-    fi
+    probe "$t" stream "$STREAMS" "${payload[$t]%\}},\"stream\":true}" > "$results/$t.stream.json"
 done
 
 # Thousands in flight against a 1 s upstream.

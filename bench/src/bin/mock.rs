@@ -91,6 +91,10 @@ async fn messages(body: Bytes) -> Response {
 async fn main() {
     let port: u16 = std::env::args().nth(1).and_then(|p| p.parse().ok()).unwrap_or(9100);
     let app = Router::new().route("/v1/chat/completions", post(chat)).route("/v1/messages", post(messages));
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.expect("binding the mock's port");
+    // A deep accept backlog: thousands of connections arrive at once in the in-flight scenario.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_reuseaddr(true).unwrap();
+    socket.bind(([127, 0, 0, 1], port).into()).expect("binding the mock's port");
+    let listener = socket.listen(16384).unwrap();
     axum::serve(listener, app).await.unwrap();
 }

@@ -1,6 +1,8 @@
-//! Streaming probe: runs N streaming chat requests one after another and reports, as JSON,
-//! the time to the first chunk and the gaps between chunks (p50, p99), in microseconds.
-//! Usage: probe URL N [BEARER]   (URL of a /v1/chat/completions endpoint)
+//! Latency probe with microsecond resolution, one request at a time:
+//!   probe latency URL N BODY   whole responses: p50 / p99 of the time to the full answer
+//!   probe stream URL N BODY    streams: time to the first chunk and gaps between chunks
+//! Prints JSON (microseconds). Sends `Authorization: Bearer $PROBE_KEY` (default sk-bench) and
+//! any `PROBE_HEADERS` ("name: value|name: value").
 
 use std::time::Instant;
 
@@ -14,21 +16,35 @@ fn pct(v: &mut [u64], p: f64) -> u64 {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let url = args.get(1).expect("usage: probe URL N [BEARER]").clone();
-    let n: usize = args.get(2).and_then(|v| v.parse().ok()).unwrap_or(100);
-    let bearer = args.get(3).cloned().unwrap_or_else(|| "sk-bench".into());
-    let client = reqwest::Client::new();
-    let body = serde_json::json!({"model": "bench", "stream": true, "messages": [{"role": "user", "content": "Hello"}]});
+    let usage = "usage: probe latency|stream URL N BODY";
+    let (mode, url) = (args.get(1).expect(usage).clone(), args.get(2).expect(usage).clone());
+    let n: usize = args.get(3).and_then(|v| v.parse().ok()).expect(usage);
+    let body = args.get(4).expect(usage).clone();
+    let key = std::env::var("PROBE_KEY").unwrap_or_else(|_| "sk-bench".into());
+    let mut headers = reqwest::header::HeaderMap::new();
+    for pair in std::env::var("PROBE_HEADERS").unwrap_or_default().split('|').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once(':').expect("PROBE_HEADERS: name: value|name: value");
+        headers.insert(reqwest::header::HeaderName::from_bytes(k.trim().as_bytes()).unwrap(), v.trim().parse().unwrap());
+    }
+    let client = reqwest::Client::builder().default_headers(headers).build().unwrap();
     let (mut firsts, mut gaps, mut errors) = (Vec::new(), Vec::new(), 0usize);
     for _ in 0..n {
         let started = Instant::now();
-        let response = match client.post(&url).bearer_auth(&bearer).json(&body).send().await {
+        let request = client.post(&url).bearer_auth(&key).header("content-type", "application/json").body(body.clone());
+        let response = match request.send().await {
             Ok(r) if r.status().is_success() => r,
             _ => {
                 errors += 1;
                 continue;
             }
         };
+        if mode == "latency" {
+            match response.bytes().await {
+                Ok(_) => firsts.push(started.elapsed().as_micros() as u64),
+                Err(_) => errors += 1,
+            }
+            continue;
+        }
         let mut stream = response.bytes_stream();
         let mut buffer = Vec::new();
         let mut last: Option<Instant> = None;
@@ -46,11 +62,11 @@ async fn main() {
             }
         }
     }
+    let (p50, p99) = (pct(&mut firsts, 0.5), pct(&mut firsts, 0.99));
     println!(
         "{}",
         serde_json::json!({
-            "streams": n, "errors": errors,
-            "first_chunk_p50_us": pct(&mut firsts, 0.5), "first_chunk_p99_us": pct(&mut firsts, 0.99),
+            "requests": n, "errors": errors, "p50_us": p50, "p99_us": p99,
             "gap_p50_us": pct(&mut gaps, 0.5), "gap_p99_us": pct(&mut gaps, 0.99),
         })
     );
