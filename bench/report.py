@@ -58,7 +58,7 @@ def read(path, default=None):
 
 
 def main(results, cores, cpu):
-    targets = [t for t in ["direct", "switchyard", "switchyard-anthropic", "litellm", "portkey"]
+    targets = [t for t in ["direct", "switchyard", "switchyard-nowait", "switchyard-anthropic", "litellm", "portkey"]
                if os.path.exists(f"{results}/{t}.c1.json")]
     rows = {}
     for t in targets:

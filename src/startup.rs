@@ -49,6 +49,14 @@ pub async fn build_with_clock(
             );
         }
     }
+    let wanted: u64 = config.sources.iter().map(|s| s.max_concurrent as u64).sum();
+    if wanted > config.sandbox.pool_slots as u64 {
+        tracing::warn!(
+            "the sources' max_concurrent add up to {wanted}, over sandbox.pool_slots ({}): past that many \
+             requests in flight, attempts wait as busy; raise sandbox.pool_slots to match",
+            config.sandbox.pool_slots
+        );
+    }
     let scheduler = Scheduler::new(Policy::of(config), clock, Some(store.clone()));
     Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, Some(store))?), report))
 }

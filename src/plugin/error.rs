@@ -44,6 +44,16 @@ pub enum SandboxCause {
     Trap(String),
     #[error("no instance became free within {} ms", .0.as_millis())]
     PoolExhausted(Duration),
+    /// The engine's instance slots (`sandbox.pool_slots`) are all in use.
+    #[error("all {0} instance slots of the engine are in use (sandbox.pool_slots)")]
+    SlotsExhausted(u32),
+}
+
+impl SandboxCause {
+    /// The gateway's own capacity ran out: nothing is wrong with the adapter or the source.
+    pub fn is_capacity(&self) -> bool {
+        matches!(self, SandboxCause::PoolExhausted(_) | SandboxCause::SlotsExhausted(_))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

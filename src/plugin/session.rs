@@ -152,6 +152,9 @@ pub(super) fn trap_cause(error: &wasmtime::Error, state: &GuestState, limits: &s
     if state.limiter.hit {
         return SandboxCause::MemoryLimit(limits.memory_bytes);
     }
+    if error.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some() {
+        return SandboxCause::SlotsExhausted(limits.pool_slots);
+    }
     match error.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => SandboxCause::CpuLimit(limits.cpu_per_call),
         Some(trap) => SandboxCause::Trap(trap.to_string()),

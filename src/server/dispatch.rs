@@ -329,6 +329,11 @@ pub async fn serve(
                     Answer::Stream(chunks) => Answer::Stream(chunks.on_end(Box::new(move |end| books.close(end)))),
                 }));
             }
+            // Out of the gateway's own instance capacity: busy, like a full source; nothing cools.
+            Err(AttemptError::Sandbox(e)) if e.cause.is_capacity() => {
+                release(gw);
+                report.note(&candidate, e.to_string());
+            }
             Err(e) => {
                 log.failed(gw, &slot, started, &e);
                 match scheduler::classify(&e) {

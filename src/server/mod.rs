@@ -112,11 +112,13 @@ impl Gateway {
         }
     }
 
-    /// Queues a request-log row; the receiver hears once it is on disk.
+    /// Queues a request-log row; the receiver hears once it is on disk (at once when the
+    /// config says not to wait: `log_wait_for_disk: false`).
     pub fn log_confirmed(&self, row: LogRow) -> tokio::sync::oneshot::Receiver<()> {
         match &self.state {
-            Some(state) => state.log(row),
-            None => {
+            Some(state) if self.base.log_wait_for_disk => state.log(row),
+            _ => {
+                self.log(row);
                 let (done, committed) = tokio::sync::oneshot::channel();
                 let _ = done.send(());
                 committed

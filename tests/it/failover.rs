@@ -236,3 +236,31 @@ async fn a_source_at_max_concurrent_queues_briefly_then_hands_over_to_the_next()
     assert_eq!(gw.chat(chat_body("a/shared", false)).await.status(), 200, "the place came back with the stream");
     assert_eq!(upstreams_seen(&mock), ["from-a"]);
 }
+
+#[tokio::test]
+async fn running_out_of_engine_instance_slots_is_busy_not_a_source_failure() {
+    let mock = MockUpstream::start().await;
+    let yaml = config_with(&format!(
+        "sandbox: {{pool_slots: 2}}\nsources:\n  - name: a\n    base_url: {url}\n    models: [{{name: held}}, {{name: shared, upstream: fixture}}]\n",
+        url = mock.url
+    ));
+    let gw = TestGateway::start(&yaml).await;
+    // Two open streams hold the engine's only two instance slots.
+    let stream = |_| {
+        gw.chat(serde_json::json!({"model": "held", "stream": true, "messages": [{"role": "user", "content": "x"}]}))
+    };
+    let (first, second) = (stream(1).await, stream(2).await);
+    assert_eq!((first.status(), second.status()), (reqwest::StatusCode::OK, reqwest::StatusCode::OK));
+    upstreams_seen(&mock);
+
+    let response = gw.chat(chat_body("shared", false)).await;
+    assert_eq!(response.status(), 503);
+    let message = response.json::<Value>().await.unwrap()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("all 2 instance slots of the engine are in use"), "{message}");
+    assert!(gw.gateway.scheduler.health().is_empty(), "the gateway's own capacity is not the source's fault");
+    assert!(upstreams_seen(&mock).is_empty());
+
+    drop(first);
+    mock.state.hung_up.notified().await;
+    assert_eq!(gw.chat(chat_body("shared", false)).await.status(), 200, "a slot came back with the stream");
+}
