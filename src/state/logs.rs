@@ -43,31 +43,31 @@ pub struct LogRow {
 }
 
 pub fn insert(conn: &Connection, r: &LogRow) -> rusqlite::Result<()> {
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO request_logs (at_ms, request_id, key, route, mode, source, model, status, error, message,
              first_byte_ms, total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
-        params![
-            r.at_ms as i64,
-            r.request_id,
-            r.key,
-            r.route,
-            r.mode,
-            r.source,
-            r.model,
-            r.status,
-            r.error,
-            r.message,
-            r.first_byte_ms.map(|v| v as i64),
-            r.total_ms as i64,
-            r.tokens_in.map(|v| v as i64),
-            r.tokens_out.map(|v| v as i64),
-            r.tokens_cached.map(|v| v as i64),
-            r.stream,
-            r.affinity_hit,
-            r.fusion_id
-        ],
-    )?;
+    )?
+    .execute(params![
+        r.at_ms as i64,
+        r.request_id,
+        r.key,
+        r.route,
+        r.mode,
+        r.source,
+        r.model,
+        r.status,
+        r.error,
+        r.message,
+        r.first_byte_ms.map(|v| v as i64),
+        r.total_ms as i64,
+        r.tokens_in.map(|v| v as i64),
+        r.tokens_out.map(|v| v as i64),
+        r.tokens_cached.map(|v| v as i64),
+        r.stream,
+        r.affinity_hit,
+        r.fusion_id
+    ])?;
     Ok(())
 }
 
