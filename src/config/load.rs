@@ -724,7 +724,6 @@ impl Collector<'_> {
     }
 }
 
-/// The file stems of `*.wasm` in `dir` (a missing dir has none).
 /// Adapter names `dir` and the bundled Lua scripts add to the built-ins.
 fn adapter_names(dir: &Path) -> Vec<String> {
     let mut stems = adapter_stems(dir);

@@ -2,41 +2,26 @@
 //! SSE ending in `data: [DONE]`.
 
 use std::convert::Infallible;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
-use super::Gateway;
 use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
 use super::error::ApiError;
-use super::request::{ChatRequest, arrive, parse_json};
+use super::request::{ChatRequest, Incoming, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
-pub async fn chat_completions(
-    State(gw): State<Arc<Gateway>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let door = FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
-    respond(door, |id| handle(gw, id, peer.ip(), headers, body)).await
+pub async fn chat_completions(incoming: Incoming) -> Response {
+    respond(FrontDoor::OPENAI, incoming, handle).await
 }
 
-async fn handle(
-    gw: Arc<Gateway>,
-    request_id: String,
-    client_ip: IpAddr,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
+async fn handle(mut incoming: Incoming, request_id: String) -> Result<Response, ApiError> {
     let started = std::time::Instant::now();
-    let (runtime, key, bytes) = arrive(&gw, &headers, body).await?;
+    let (runtime, key, bytes) = incoming.arrive().await?;
+    let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
     let request: ChatRequest = parse_json(&bytes)?;
     tracing::Span::current().record("model", &*request.model);
     if request.messages.is_empty() {
@@ -55,7 +40,7 @@ async fn handle(
         depth: 0,
         fusion_id: None,
     };
-    let reply = dispatch(&gw, &key, call).await?;
+    let reply = dispatch(gw, &key, call).await?;
     let mut response = match reply.answer {
         Answer::Complete(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Answer::Stream(chunks) => sse_response(chunks, started),

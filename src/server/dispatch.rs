@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tracing::Instrument;
@@ -17,6 +17,7 @@ use super::auth::KeyEntry;
 use super::books::{Books, LogContext};
 use super::error::ApiError;
 use super::modes;
+use super::request::Incoming;
 use super::{Gateway, Runtime};
 use crate::config::{KeyName, ModelKind, RouteConfig, RouteMode};
 use crate::plugin::Operation;
@@ -74,16 +75,18 @@ struct Conversation {
 }
 
 impl Conversation {
-    fn of(key: &KeyName, call: &Call<'_>) -> Conversation {
+    /// Nothing to look up or bind when affinity is off, or for other endpoints: the request
+    /// is then not parsed again.
+    fn of(key: &KeyName, call: &Call<'_>, affinity: bool) -> Conversation {
+        if !affinity || call.kind != ModelKind::Chat {
+            return Conversation { query: None, last: None };
+        }
         #[derive(serde::Deserialize)]
         struct Messages {
             #[serde(default)]
             messages: Vec<Value>,
         }
-        let messages = match call.kind {
-            ModelKind::Chat => serde_json::from_str::<Messages>(call.unified).map(|m| m.messages).unwrap_or_default(),
-            _ => Vec::new(),
-        };
+        let messages = serde_json::from_str::<Messages>(call.unified).map(|m| m.messages).unwrap_or_default();
         let ip = call.client_ip.to_string();
         let query = scheduler::query_pair(&messages).map(|pair| scheduler::fingerprint(key.as_str(), &ip, pair));
         Conversation { query, last: messages.last().cloned() }
@@ -106,17 +109,13 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
         if call.depth == 0 {
             check_key_quota(gw, key)?;
         }
-        let (route, candidates) = plan_candidates(key, &call)?;
+        let (route, candidates, mode) = plan_candidates(key, &call)?;
         let log = LogContext {
             request_id: call.request_id.to_string(),
             key: key.name.clone(),
             key_period: key.quota.map(|q| q.period),
             route: route.map(|r| r.alias.clone()),
-            mode: match route {
-                Some(r) => r.mode.as_str(),
-                None if call.model == AUTO || candidates.first().is_some_and(|p| p.tier > 0) => "auto",
-                None => "model",
-            },
+            mode,
             fusion_id: call.fusion_id.map(str::to_string),
             stream: call.stream,
         };
@@ -158,12 +157,12 @@ fn check_key_quota(gw: &Gateway, key: &KeyEntry) -> Result<(), ApiError> {
     .code("key_quota_exceeded"))
 }
 
-/// The candidates `call.model` names that this key may use, of the endpoint's kind, and the
-/// route they came from.
+/// The candidates `call.model` names that this key may use, of the endpoint's kind, the route
+/// they came from, and how they were found (the log's `mode`).
 fn plan_candidates<'a>(
     key: &KeyEntry,
     call: &Call<'a>,
-) -> Result<(Option<&'a RouteConfig>, Vec<Planned<'a>>), ApiError> {
+) -> Result<(Option<&'a RouteConfig>, Vec<Planned<'a>>, &'static str), ApiError> {
     let model = call.model;
     match router::route(&call.runtime.config, model, call.kind, &key.group) {
         Resolution::Unknown => {
@@ -199,7 +198,7 @@ fn plan_candidates<'a>(
                 .code("model_not_found")
                 .param("model"));
             }
-            Ok((None, candidates))
+            Ok((None, candidates, "auto"))
         }
         Resolution::Route { route, candidates } => {
             if !key.scope.allows(&[model]) {
@@ -209,7 +208,7 @@ fn plan_candidates<'a>(
             if of_kind.is_empty() {
                 return Err(wrong_kind(model, call.kind));
             }
-            Ok((Some(route), of_kind))
+            Ok((Some(route), of_kind, route.mode.as_str()))
         }
         Resolution::Named(resolved) => {
             let allowed: Vec<_> =
@@ -225,7 +224,7 @@ fn plan_candidates<'a>(
                 .filter(|r| r.model.kind == call.kind)
                 .map(|resolved| Planned { resolved, tier: 0, quota: None })
                 .collect();
-            Ok((None, planned))
+            Ok((None, planned, "model"))
         }
     }
 }
@@ -250,7 +249,7 @@ pub async fn serve(
         ModelKind::Embedding => Operation::Embedding,
         ModelKind::Image => Operation::Image,
     };
-    let conversation = Conversation::of(&key.name, call);
+    let conversation = Conversation::of(&key.name, call, gw.scheduler.policy().affinity.enabled);
     let plan = gw.scheduler.plan(candidates, call.model, conversation.query.as_deref());
     if plan.affinity_hit {
         tracing::debug!("affinity: the conversation goes back to its last source");
@@ -439,14 +438,20 @@ pub struct FrontDoor {
     pub render_error: fn(ApiError) -> Response,
 }
 
+impl FrontDoor {
+    /// The OpenAI endpoints: `x-request-id`, OpenAI error JSON.
+    pub const OPENAI: FrontDoor =
+        FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
+}
+
 /// Runs one request under a fresh id and span: logs a refusal, renders it in the front
 /// door's protocol, and stamps the id on the response.
-pub async fn respond<F>(door: FrontDoor, handle: impl FnOnce(String) -> F) -> Response
+pub async fn respond<F>(door: FrontDoor, incoming: Incoming, handle: impl FnOnce(Incoming, String) -> F) -> Response
 where
     F: Future<Output = Result<Response, ApiError>>,
 {
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let handle = handle(id.clone());
+    let handle = handle(incoming, id.clone());
     let span = tracing::info_span!("request", door = door.name, id = %id, key = tracing::field::Empty, model = tracing::field::Empty);
     let mut response = match handle.instrument(span.clone()).await {
         Ok(response) => response,

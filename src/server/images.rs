@@ -1,20 +1,14 @@
 //! `POST /v1/images/generations`: OpenAI's image endpoint for `kind: image` models and the
 //! `auto_image` chain, through the source's adapter (openai, gemini).
 
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
-
-use axum::body::Body;
-use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::Gateway;
 use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
 use super::error::ApiError;
-use super::request::{arrive, parse_json};
+use super::request::{Incoming, parse_json};
 use crate::config::ModelKind;
 use crate::router::AUTO;
 
@@ -32,24 +26,13 @@ struct ImagesRequest {
     stream: Option<bool>,
 }
 
-pub async fn images(
-    State(gw): State<Arc<Gateway>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let door = FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
-    respond(door, |id| handle(gw, id, peer.ip(), headers, body)).await
+pub async fn images(incoming: Incoming) -> Response {
+    respond(FrontDoor::OPENAI, incoming, handle).await
 }
 
-async fn handle(
-    gw: Arc<Gateway>,
-    request_id: String,
-    client_ip: IpAddr,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let (runtime, key, bytes) = arrive(&gw, &headers, body).await?;
+async fn handle(mut incoming: Incoming, request_id: String) -> Result<Response, ApiError> {
+    let (runtime, key, bytes) = incoming.arrive().await?;
+    let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
     let request: ImagesRequest = parse_json(&bytes)?;
     if request.prompt.trim().is_empty() {
         return Err(ApiError::invalid_request("`prompt` must not be empty").param("prompt"));
@@ -79,7 +62,7 @@ async fn handle(
         depth: 0,
         fusion_id: None,
     };
-    match dispatch(&gw, &key, call).await?.answer {
+    match dispatch(gw, &key, call).await?.answer {
         Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
         Answer::Stream(_) => Err(ApiError::invalid_request("image generation cannot be streamed")),
     }

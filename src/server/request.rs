@@ -1,26 +1,53 @@
 //! Reading a client body: the size limit (413), JSON syntax (400), and the types of the
 //! fields the gateway reads or forwards (400 naming the field), all as OpenAI errors.
 
+use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
 use axum::body::{Body, Bytes};
-use axum::http::StatusCode;
+use axum::extract::{ConnectInfo, FromRequest, Request};
+use axum::http::{HeaderMap, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+use super::auth::KeyEntry;
 use super::error::ApiError;
+use super::{Gateway, Runtime};
 
-/// What every front door does first: take the runtime snapshot the request will use,
-/// authenticate the key (before reading the body), then read the body under the limit.
-pub async fn arrive(
-    gw: &super::Gateway,
-    headers: &axum::http::HeaderMap,
+/// A request as every front door receives it, before anything is checked.
+pub struct Incoming {
+    pub gw: Arc<Gateway>,
+    /// The client's address (part of the affinity fingerprint).
+    pub client_ip: IpAddr,
+    pub headers: HeaderMap,
     body: Body,
-) -> Result<(std::sync::Arc<super::Runtime>, super::auth::KeyEntry, Bytes), ApiError> {
-    let runtime = gw.runtime();
-    let key = runtime.keys.authenticate(headers)?.clone();
-    tracing::Span::current().record("key", key.name.as_str());
-    let bytes = read_body(body, gw.base.body_limit_bytes).await?;
-    Ok((runtime, key, bytes))
+}
+
+impl FromRequest<Arc<Gateway>> for Incoming {
+    type Rejection = Infallible;
+
+    async fn from_request(request: Request, gw: &Arc<Gateway>) -> Result<Self, Infallible> {
+        let (parts, body) = request.into_parts();
+        let client_ip = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |peer| peer.0.ip());
+        Ok(Incoming { gw: Arc::clone(gw), client_ip, headers: parts.headers, body })
+    }
+}
+
+impl Incoming {
+    /// What every front door does first: take the runtime snapshot the request will use,
+    /// authenticate the key (before reading the body), then read the body under the limit.
+    pub async fn arrive(&mut self) -> Result<(Arc<Runtime>, KeyEntry, Bytes), ApiError> {
+        let runtime = self.gw.runtime();
+        let key = runtime.keys.authenticate(&self.headers)?.clone();
+        tracing::Span::current().record("key", key.name.as_str());
+        let bytes = read_body(std::mem::take(&mut self.body), self.gw.base.body_limit_bytes).await?;
+        Ok((runtime, key, bytes))
+    }
 }
 
 pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {

@@ -6,41 +6,30 @@ mod encode;
 mod request;
 
 use std::convert::Infallible;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::Gateway;
 use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
 use super::error::ApiError;
-use super::request::{arrive, parse_json};
+use super::request::{Incoming, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
-pub async fn messages(
-    State(gw): State<Arc<Gateway>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let door = FrontDoor { name: "anthropic", id_header: "request-id", render_error: encode::error_response };
-    respond(door, |id| handle(gw, id, peer.ip(), headers, body)).await
+/// The Anthropic endpoint: `request-id`, Anthropic error JSON.
+const ANTHROPIC: FrontDoor =
+    FrontDoor { name: "anthropic", id_header: "request-id", render_error: encode::error_response };
+
+pub async fn messages(incoming: Incoming) -> Response {
+    respond(ANTHROPIC, incoming, handle).await
 }
 
-async fn handle(
-    gw: Arc<Gateway>,
-    request_id: String,
-    client_ip: IpAddr,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let (runtime, key, bytes) = arrive(&gw, &headers, body).await?;
+async fn handle(mut incoming: Incoming, request_id: String) -> Result<Response, ApiError> {
+    let (runtime, key, bytes) = incoming.arrive().await?;
+    let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
     let checked: request::MessagesRequest = parse_json(&bytes)?;
     tracing::Span::current().record("model", &*checked.model);
     if checked.messages.is_empty() {
@@ -63,7 +52,7 @@ async fn handle(
         depth: 0,
         fusion_id: None,
     };
-    let reply = dispatch(&gw, &key, call).await?;
+    let reply = dispatch(gw, &key, call).await?;
     let mut response = match reply.answer {
         Answer::Complete(body) => {
             let unified: Value = serde_json::from_str(&body).map_err(|e| {
