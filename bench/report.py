@@ -58,7 +58,7 @@ def read(path, default=None):
 
 
 def main(results, cores, cpu):
-    targets = [t for t in ["direct", "switchyard", "switchyard-nowait", "switchyard-anthropic", "litellm", "portkey"]
+    targets = [t for t in ["direct", "relay", "switchyard", "switchyard-anthropic", "litellm", "portkey"]
                if os.path.exists(f"{results}/{t}.c1.json")]
     rows = {}
     for t in targets:
@@ -79,13 +79,15 @@ def main(results, cores, cpu):
             "rss_idle": int(read(f"{results}/{t}.rss_idle", "0")) / 1024,
             "rss_load": int(read(f"{results}/{t}.rss_load", "0")) / 1024,
         }
-    base = rows.get("direct")
+    base, hop = rows.get("direct"), rows.get("relay")
     us = lambda s: s * 1e6
     print(f"\nSwitchyard comparative benchmark — {cores} cores,{cpu}; all traffic on 127.0.0.1")
-    print("added = the gateway's figure minus the mock's own (direct); c=1 and streams: one request at a")
-    print("time (probe, µs); p99 @1k rps: hey, open loop; max rps: wrk, closed loop, best run with p99 < 10 ms\n")
-    head = ["target", "c=1 p50 ms", "added p50 µs", "added p99 µs", "p99 @1k rps ms", "max rps (p99<10ms)", "max rps (any)",
-            "stream +first µs", "stream +gap p99 µs", "RSS idle MB", "RSS load MB"]
+    print("added = the target's figure minus the mock's own (direct); own = minus the do-nothing relay's (the")
+    print("machine's price for one more process and two more hops between cores); c=1 and streams: one request")
+    print("at a time (probe, µs); p99 @1k rps: hey, open loop; max rps: wrk, closed loop, best run with p99 < 10 ms\n")
+    head = ["target", "c=1 p50 ms", "added p50 µs", "added p99 µs", "own p50 µs", "own p99 µs", "p99 @1k rps ms",
+            "max rps (p99<10ms)", "max rps (any)", "stream +first µs", "stream +gap p99 µs", "own gap p99 µs",
+            "RSS idle MB", "RSS load MB"]
     print("  ".join(f"{h:>18}" if i else f"{h:<22}" for i, h in enumerate(head)))
     for t, r in rows.items():
         c1 = r["c1"]
@@ -93,12 +95,17 @@ def main(results, cores, cpu):
         cells.append(f"{c1[0] * 1e3:.3f}" if c1 else "-")
         cells.append(f"{us(c1[0] - base['c1'][0]):.0f}" if c1 and base and base["c1"] and t != "direct" else "-")
         cells.append(f"{us(c1[1] - base['c1'][1]):.0f}" if c1 and base and base["c1"] and t != "direct" else "-")
+        own = c1 and hop and hop["c1"] and t not in ("direct", "relay")
+        cells.append(f"{us(c1[0] - hop['c1'][0]):.0f}" if own else "-")
+        cells.append(f"{us(c1[1] - hop['c1'][1]):.0f}" if own else "-")
         cells.append(f"{r['fixed'][1] * 1e3:.2f}" if r["fixed"] else "-")
         cells.append(f"{r['max_rps']:.0f}")
         cells.append(f"{r['best_rps']:.0f}")
         s, bs = r["stream"], (base or {}).get("stream")
         cells.append(f"{s['first_chunk_p50_us'] - bs['first_chunk_p50_us']}" if s and bs and t != "direct" else "-")
         cells.append(f"{s['gap_p99_us'] - bs['gap_p99_us']}" if s and bs and t != "direct" else "-")
+        hs = (hop or {}).get("stream")
+        cells.append(f"{s['gap_p99_us'] - hs['gap_p99_us']}" if s and hs and t not in ("direct", "relay") else "-")
         cells.append(f"{r['rss_idle']:.1f}" if r["rss_idle"] else "-")
         cells.append(f"{r['rss_load']:.1f}" if r["rss_load"] else "-")
         print("  ".join(f"{c:>18}" if i else f"{c:<22}" for i, c in enumerate(cells)))

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Comparative benchmark on one machine: a zero-latency mock upstream (Rust), then Switchyard
+# Comparative benchmark on one machine: a zero-latency mock upstream (Rust), a do-nothing relay
+# (the cost of one more hop on this machine), then Switchyard
 # (openai adapter; anthropic adapter translating), LiteLLM proxy (PyPI, in a venv) and Portkey
 # gateway (npm), each with one upstream pointing at the mock, under the same load generator
 # (hey). Gateways are pinned to core 0, the mock and the load to core 1. All traffic stays on
@@ -43,7 +44,7 @@ MOCK="$root/bench/target/release/mock"; PROBE="$root/bench/target/release/probe"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
-for port in 9100 9200 9201 9300 9400; do
+for port in 9100 9150 9200 9300 9400; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
         echo "port $port is in use (a server left from an earlier run?): stop it first" >&2; exit 1
     fi
@@ -86,13 +87,8 @@ YAML
 SWITCHYARD_LOG=warn setsid $pin_gw "$root/target/release/switchyard" --config "$work/switchyard/config.yaml" \
     2> "$work/switchyard/log" & sy=$!; pids+=($sy); wait_port 9200
 
-# The same gateway answering without waiting for its log row to be on disk (log_wait_for_disk).
-mkdir -p "$work/switchyard-nowait"
-sed -e "s|127.0.0.1:9200|127.0.0.1:9201|" -e "s|$work/switchyard/data|$work/switchyard-nowait/data|" \
-    "$work/switchyard/config.yaml" > "$work/switchyard-nowait/config.yaml"
-echo "log_wait_for_disk: false" >> "$work/switchyard-nowait/config.yaml"
-SWITCHYARD_LOG=warn setsid $pin_gw "$root/target/release/switchyard" --config "$work/switchyard-nowait/config.yaml" \
-    2> "$work/switchyard-nowait/log" & sy2=$!; pids+=($sy2); wait_port 9201
+# The calibration hop: a do-nothing relay on the gateway's core (bench/src/bin/relay.rs).
+setsid $pin_gw "$root/bench/target/release/relay" 9150 http://127.0.0.1:9100 & relay=$!; pids+=($relay); wait_port 9150
 
 # ---- LiteLLM ---------------------------------------------------------------------------------
 litellm=""
@@ -138,8 +134,8 @@ declare -A url pid hdr payload
 url[direct]="http://127.0.0.1:9100/v1/chat/completions"; pid[direct]=""; payload[direct]="$body"
 url[switchyard]="http://127.0.0.1:9200/v1/chat/completions"; pid[switchyard]=$sy; payload[switchyard]="$body"
 url[switchyard-anthropic]="http://127.0.0.1:9200/v1/chat/completions"; pid[switchyard-anthropic]=$sy; payload[switchyard-anthropic]="$body_a"
-url[switchyard-nowait]="http://127.0.0.1:9201/v1/chat/completions"; pid[switchyard-nowait]=$sy2; payload[switchyard-nowait]="$body"
-targets=(direct switchyard switchyard-nowait switchyard-anthropic)
+url[relay]="http://127.0.0.1:9150/v1/chat/completions"; pid[relay]=$relay; payload[relay]="$body"
+targets=(direct relay switchyard switchyard-anthropic)
 if [ -n "$litellm" ]; then url[litellm]="http://127.0.0.1:9300/v1/chat/completions"; pid[litellm]=$litellm; payload[litellm]="$body"; targets+=(litellm); fi
 if [ -n "$portkey" ]; then
     url[portkey]="http://127.0.0.1:9400/v1/chat/completions"; pid[portkey]=$portkey; payload[portkey]="$body"

@@ -86,13 +86,22 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
         tracing::warn!("no gateway keys are configured: every /v1 request will be refused (add keys: to the config)");
     }
     let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
-        tracing::info!("shutting down");
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+        tracing::info!("shutting down: finishing open requests");
     };
     match switchyard::server::serve(Arc::clone(&gateway), listen, shutdown).await {
         Ok((addr, handle)) => {
             tracing::info!("switchyard listening on http://{addr}");
-            match handle.await {
+            let served = handle.await;
+            // What the writer has not committed yet is in the journal anyway; committing it
+            // now spares the next start a replay.
+            gateway.scheduler.flush();
+            match served {
                 Ok(Ok(())) => ExitCode::SUCCESS,
                 Ok(Err(e)) => {
                     eprintln!("error: server failed: {e}");

@@ -34,7 +34,6 @@ const TOP_LEVEL: &[&str] = &[
     "scoring",
     "affinity",
     "log_retention_days",
-    "log_wait_for_disk",
     "adapters",
     "keys",
     "sources",
@@ -298,7 +297,6 @@ impl Collector<'_> {
         let scoring: ScoringPolicy = self.field(&top, "scoring").unwrap_or_default();
         let affinity: AffinityPolicy = self.field(&top, "affinity").unwrap_or_default();
         let log_retention_days: Option<u32> = self.field(&top, "log_retention_days").or(Some(30));
-        let log_wait_for_disk: bool = self.field(&top, "log_wait_for_disk").unwrap_or(true);
         let adapter_policies: std::collections::BTreeMap<super::AdapterName, super::AdapterPolicy> =
             self.field(&top, "adapters").unwrap_or_default();
         let keys: Vec<KeyConfig> = self.list(&top, "keys");
@@ -340,7 +338,6 @@ impl Collector<'_> {
             scoring,
             affinity,
             log_retention_days,
-            log_wait_for_disk,
             adapters: adapter_policies,
             keys,
             sources,

@@ -48,8 +48,6 @@ pub struct Config {
     pub affinity: AffinityPolicy,
     /// Per-adapter permissions (`adapters.NAME.allow_hosts`).
     pub adapters: BTreeMap<AdapterName, AdapterPolicy>,
-    /// Answers wait until their request-log row is committed (kept even on `kill -9`).
-    pub log_wait_for_disk: bool,
     /// Request logs older than this are deleted (at start); `None` or 0 keeps them.
     pub log_retention_days: Option<u32>,
     pub keys: Vec<KeyConfig>,

@@ -7,7 +7,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::FutureExt;
 use futures::stream::{BoxStream, Stream, StreamExt};
 
 use super::framing::EventStream;
@@ -17,9 +16,8 @@ use crate::config::SourceConfig;
 use crate::plugin::{AdapterSession, StreamOutput};
 
 /// Called once when the stream ends: with its tally when complete, with the error when it
-/// broke (not when the client went away first). The stream's end is held back until the
-/// returned receiver hears (the books are on disk).
-pub type OnEnd = Box<dyn FnOnce(Result<Tally, &AttemptError>) -> tokio::sync::oneshot::Receiver<()> + Send>;
+/// broke (not when the client went away first), before the end reaches the client.
+pub type OnEnd = Box<dyn FnOnce(Result<Tally, &AttemptError>) + Send>;
 
 /// Unified chunks (`chat.completion.chunk` JSON); an `Err` item is final.
 pub struct ChunkStream {
@@ -29,7 +27,6 @@ pub struct ChunkStream {
     inner: BoxStream<'static, Result<String, AttemptError>>,
     tally: Tally,
     on_end: Option<OnEnd>,
-    settling: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 struct State {
@@ -75,7 +72,6 @@ impl ChunkStream {
             permit: None,
             tally: Tally::default(),
             on_end: None,
-            settling: None,
         }
     }
 
@@ -102,7 +98,6 @@ impl ChunkStream {
             permit: None,
             tally: Tally::default(),
             on_end: None,
-            settling: None,
         }
     }
 }
@@ -111,24 +106,17 @@ impl Stream for ChunkStream {
     type Item = Result<String, AttemptError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if let Some(settling) = &mut self.settling {
-            let _ = std::task::ready!(settling.poll_unpin(cx));
-            self.settling = None;
-            return Poll::Ready(None);
-        }
         let item = std::task::ready!(self.inner.poll_next_unpin(cx));
         match &item {
             Some(Ok(chunk)) => self.tally.add_chunk(chunk),
             Some(Err(e)) => {
                 if let Some(f) = self.on_end.take() {
-                    let _settled_in_background = f(Err(e));
+                    f(Err(e));
                 }
             }
             None => {
                 if let Some(f) = self.on_end.take() {
-                    let tally = std::mem::take(&mut self.tally);
-                    self.settling = Some(f(Ok(tally)));
-                    return self.poll_next(cx);
+                    f(Ok(std::mem::take(&mut self.tally)));
                 }
             }
         }

@@ -64,7 +64,7 @@ pub enum Admission {
 }
 
 /// A cooldown window: silent from `start` to the midpoint, probes allowed after it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Window {
     pub start: UnixMs,
     /// `None`: until cleared.
@@ -77,7 +77,7 @@ impl Window {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SlotHealth {
     pub failures: u32,
     pub window: Option<Window>,

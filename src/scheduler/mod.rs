@@ -25,7 +25,7 @@ use crate::router::{Planned, Resolved};
 use crate::state::{Loaded, StateStore};
 
 /// One (source, model) pair: the unit that cools down, is scored and is bound to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct SlotKey {
     pub source: SourceName,
     pub model: String,
@@ -44,7 +44,7 @@ impl std::fmt::Display for SlotKey {
 }
 
 /// Token use of one slot in one kind of period window.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct QuotaKey {
     pub slot: SlotKey,
     pub period: Period,

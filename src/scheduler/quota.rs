@@ -9,8 +9,9 @@ use super::clock::UnixMs;
 const HOUR_MS: u64 = 3_600_000;
 const DAY_MS: u64 = 24 * HOUR_MS;
 
-/// When a quota starts over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// When a quota starts over (written as its config name: `hour`, `nhour:5`...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum Period {
     /// Never: the quota is a lifetime total.
     Never,
@@ -98,6 +99,20 @@ impl std::fmt::Display for Period {
     }
 }
 
+impl From<Period> for String {
+    fn from(period: Period) -> String {
+        period.to_string()
+    }
+}
+
+impl TryFrom<String> for Period {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Period, String> {
+        s.parse()
+    }
+}
+
 impl std::str::FromStr for Period {
     type Err = String;
 
@@ -121,7 +136,7 @@ fn midnight_ms(date: NaiveDate) -> UnixMs {
 }
 
 /// Tokens used in one window; a new window starts from zero.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
     pub window_start: UnixMs,
     pub tokens: u64,

@@ -36,7 +36,7 @@ impl Default for ScoringPolicy {
 }
 
 /// What the scorer knows of one (source, model).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     pub total: u64,
     pub successes: u64,

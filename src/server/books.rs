@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 use super::Gateway;
 use super::error::ApiError;
@@ -91,8 +90,8 @@ impl Books {
         Books { gw, slot, periods, bind, log, started, first_byte, affinity_hit, closed: false }
     }
 
-    /// Closes the books; the receiver hears once the log row is on disk.
-    pub fn close(mut self, end: Result<Tally, &AttemptError>) -> oneshot::Receiver<()> {
+    /// Closes the books: usage, binding and the log row, journaled when this returns.
+    pub fn close(mut self, end: Result<Tally, &AttemptError>) {
         self.closed = true;
         let mut row = self.log.row(&self.gw, &self.slot, self.started);
         row.first_byte_ms = Some(self.first_byte.as_millis() as u64);
@@ -119,7 +118,7 @@ impl Books {
                 fill_error(&mut row, e);
             }
         }
-        self.gw.log_confirmed(row)
+        self.gw.log(row);
     }
 }
 

@@ -321,8 +321,8 @@ pub async fn serve(
                 );
                 return Ok(Reply::plain(match answer {
                     Answer::Complete(body) => {
-                        // The answer leaves only once its log row is on disk.
-                        let _ = books.close(Ok(Tally::of_response(&body))).await;
+                        // Booked (journaled) before the answer leaves.
+                        books.close(Ok(Tally::of_response(&body)));
                         Answer::Complete(body)
                     }
                     Answer::Stream(chunks) => Answer::Stream(chunks.on_end(Box::new(move |end| books.close(end)))),

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 
 pub use auth::{KeyTable, ModelScope};
 pub use error::ApiError;
@@ -105,24 +106,10 @@ impl Gateway {
         Ok(out)
     }
 
-    /// Queues a request-log row.
+    /// Records a request-log row (journaled when this returns).
     pub fn log(&self, row: LogRow) {
         if let Some(state) = &self.state {
-            drop(state.log(row));
-        }
-    }
-
-    /// Queues a request-log row; the receiver hears once it is on disk (at once when the
-    /// config says not to wait: `log_wait_for_disk: false`).
-    pub fn log_confirmed(&self, row: LogRow) -> tokio::sync::oneshot::Receiver<()> {
-        match &self.state {
-            Some(state) if self.base.log_wait_for_disk => state.log(row),
-            _ => {
-                self.log(row);
-                let (done, committed) = tokio::sync::oneshot::channel();
-                let _ = done.send(());
-                committed
-            }
+            state.log(row);
         }
     }
 }
@@ -175,6 +162,13 @@ pub async fn serve(
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
+    // Without TCP_NODELAY a stream's small writes (headers, then each event) wait on the
+    // client's delayed ACK.
+    let listener = listener.tap_io(|stream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY on a client connection: {e}");
+        }
+    });
     let app = router(gateway);
     // Connect info gives handlers the client's address (session affinity).
     let app = app.into_make_service_with_connect_info::<SocketAddr>();

@@ -1,18 +1,45 @@
 //! Request logs: one row per attempt (a fusion request writes one per candidate plus the
 //! judge's, sharing a fusion id), written by the state writer, queried with filters and paging.
 
-use rusqlite::{Connection, ToSql, params};
+use rusqlite::{Connection, OptionalExtension, ToSql, params};
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS request_logs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, at_ms INTEGER NOT NULL, request_id TEXT NOT NULL,
+// A plain INTEGER PRIMARY KEY (no AUTOINCREMENT) and a partial index on the rare fusion id keep
+// an insert to three b-tree pages.
+const TABLE: &str = "CREATE TABLE IF NOT EXISTS request_logs (
+    id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, request_id TEXT NOT NULL,
     key TEXT NOT NULL, route TEXT, mode TEXT NOT NULL, source TEXT NOT NULL, model TEXT NOT NULL,
     status INTEGER, error TEXT, message TEXT, first_byte_ms INTEGER, total_ms INTEGER NOT NULL,
     tokens_in INTEGER, tokens_out INTEGER, tokens_cached INTEGER, stream INTEGER NOT NULL,
-    affinity_hit INTEGER NOT NULL, fusion_id TEXT);
-    CREATE INDEX IF NOT EXISTS request_logs_at ON request_logs (at_ms);
+    affinity_hit INTEGER NOT NULL, fusion_id TEXT)";
+
+const INDEXES: &str = "CREATE INDEX IF NOT EXISTS request_logs_at ON request_logs (at_ms);
     CREATE INDEX IF NOT EXISTS request_logs_request ON request_logs (request_id);
-    CREATE INDEX IF NOT EXISTS request_logs_fusion ON request_logs (fusion_id);";
+    DROP INDEX IF EXISTS request_logs_fusion;
+    CREATE INDEX IF NOT EXISTS request_logs_fusion_set ON request_logs (fusion_id) WHERE fusion_id IS NOT NULL;";
+
+/// Creates the log table, or brings one from an earlier version (AUTOINCREMENT, a full
+/// fusion index) to the current shape, keeping its rows and ids.
+pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    let existing: Option<String> = conn
+        .query_row("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'request_logs'", [], |r| r.get(0))
+        .optional()?;
+    if existing.is_some_and(|sql| sql.contains("AUTOINCREMENT")) {
+        conn.execute_batch(&format!(
+            "BEGIN;
+             ALTER TABLE request_logs RENAME TO request_logs_v4;
+             DROP INDEX IF EXISTS request_logs_at; DROP INDEX IF EXISTS request_logs_request;
+             DROP INDEX IF EXISTS request_logs_fusion;
+             {TABLE};
+             INSERT INTO request_logs SELECT * FROM request_logs_v4;
+             DROP TABLE request_logs_v4;
+             DELETE FROM sqlite_sequence WHERE name IN ('request_logs', 'request_logs_v4');
+             COMMIT;"
+        ))?;
+    }
+    conn.execute_batch(TABLE)?;
+    conn.execute_batch(INDEXES)
+}
 
 /// One attempt as it ended.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -198,4 +225,44 @@ pub fn stats(conn: &Connection, since_ms: u64) -> rusqlite::Result<Vec<serde_jso
 /// Deletes rows older than `before_ms`; returns how many.
 pub fn prune(conn: &Connection, before_ms: u64) -> rusqlite::Result<usize> {
     conn.execute("DELETE FROM request_logs WHERE at_ms < ?1", [before_ms as i64])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_4_log_table_is_rebuilt_without_autoincrement_keeping_its_rows() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE request_logs (
+                id INTEGER PRIMARY KEY AUTOINCREMENT, at_ms INTEGER NOT NULL, request_id TEXT NOT NULL,
+                key TEXT NOT NULL, route TEXT, mode TEXT NOT NULL, source TEXT NOT NULL, model TEXT NOT NULL,
+                status INTEGER, error TEXT, message TEXT, first_byte_ms INTEGER, total_ms INTEGER NOT NULL,
+                tokens_in INTEGER, tokens_out INTEGER, tokens_cached INTEGER, stream INTEGER NOT NULL,
+                affinity_hit INTEGER NOT NULL, fusion_id TEXT);
+             CREATE INDEX request_logs_fusion ON request_logs (fusion_id);",
+        )
+        .unwrap();
+        let row =
+            LogRow { at_ms: 5, request_id: "r1".into(), key: "k".into(), mode: "model".into(), ..LogRow::default() };
+        insert(&conn, &row).unwrap();
+        insert(&conn, &LogRow { fusion_id: Some("f1".into()), ..row.clone() }).unwrap();
+
+        migrate(&conn).unwrap();
+        migrate(&conn).unwrap();
+
+        let sql: String =
+            conn.query_row("SELECT sql FROM sqlite_master WHERE name = 'request_logs'", [], |r| r.get(0)).unwrap();
+        assert!(!sql.contains("AUTOINCREMENT"), "{sql}");
+        let page = query(&conn, &LogQuery { fusion_id: Some("f1".into()), ..LogQuery::default() }).unwrap();
+        assert_eq!((page.total, page.rows[0].id), (1, 2));
+        insert(&conn, &row).unwrap();
+        let ids: Vec<i64> = query(&conn, &LogQuery::default()).unwrap().rows.iter().map(|r| r.id).collect();
+        assert_eq!(ids, vec![3, 2, 1]);
+        let plan: String = conn
+            .query_row("EXPLAIN QUERY PLAN SELECT id FROM request_logs WHERE fusion_id = 'f1'", [], |r| r.get(3))
+            .unwrap();
+        assert!(plan.contains("request_logs_fusion_set"), "{plan}");
+    }
 }

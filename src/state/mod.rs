@@ -2,20 +2,24 @@
 //! bindings, quota use and request logs. Read once at start; writes go through one writer
 //! thread that batches them, so no request waits on the disk.
 
+mod journal;
+mod queue;
+
 mod logs;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 
 pub use logs::{LogPage, LogQuery, LogRow, MAX_PAGE};
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
 
 use crate::config::{KeyName, SourceName};
 use crate::scheduler::{Binding, Period, QuotaKey, SlotHealth, SlotKey, Stats, UnixMs, Usage, Window};
 
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 
 #[derive(Debug, thiserror::Error)]
 #[error("state database {path}: {source}")]
@@ -51,7 +55,7 @@ pub fn open(path: &Path) -> Result<Connection, StateError> {
              PRIMARY KEY (key, period));",
     )
     .map_err(wrap)?;
-    conn.execute_batch(logs::SCHEMA).map_err(wrap)?;
+    logs::migrate(&conn).map_err(wrap)?;
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) ON CONFLICT(key) DO UPDATE SET value = ?1",
         [SCHEMA_VERSION.to_string()],
@@ -70,7 +74,10 @@ pub struct Loaded {
     pub key_usage: HashMap<(KeyName, Period), Usage>,
 }
 
-enum Write {
+/// One change to the state, as journaled and as applied to the database.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Change {
     Cooldown(SlotKey, Option<SlotHealth>),
     Stats(SlotKey, Option<Stats>),
     Bind(String, SlotKey, UnixMs),
@@ -78,30 +85,75 @@ enum Write {
     PruneBindings(UnixMs),
     Usage(QuotaKey, Usage),
     KeyUsage(KeyName, Period, Usage),
-    /// A log row; `confirm` hears once it is committed.
-    Log(Box<LogRow>, Option<tokio::sync::oneshot::Sender<()>>),
+    Log(Box<LogRow>),
     PruneLogs(u64),
+}
+
+enum Item {
+    /// A journaled change and its sequence number.
+    Change(u64, Change),
+    /// Someone waits until everything before it is committed.
     Flush(mpsc::Sender<()>),
 }
 
-/// Handle to the writer thread (which owns its own connection).
+/// Handle to the journal and the writer thread (which owns its own connection).
 pub struct StateStore {
     path: PathBuf,
-    tx: mpsc::Sender<Write>,
+    /// Held while a change is appended and queued, so queue order is journal order.
+    journal: Arc<Mutex<journal::Journal>>,
+    queue: Arc<queue::Queue<Item>>,
+    writer: Option<std::thread::JoinHandle<()>>,
     /// Rows present at start, handed to the scheduler once.
     loaded: Mutex<Option<Loaded>>,
 }
 
+/// How long journaled changes wait to be committed together: the database trails the
+/// journal by at most this much, and a burst of requests costs one commit.
+const BATCH_WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
+/// Changes between two checkpoints of the WAL into the database file.
+const CHECKPOINT_EVERY: usize = 1024;
+/// Where the database records the last journal entry it has applied.
+const APPLIED_KEY: &str = "journal_applied_seq";
+
 impl StateStore {
+    /// Opens the database, replays the journal's changes it had not yet committed, and starts
+    /// the writer. The journal is `<path>.journal`.
     pub fn start(path: &Path) -> Result<StateStore, StateError> {
-        let conn = open(path)?;
-        let loaded = read_all(&conn).map_err(|source| StateError { path: path.display().to_string(), source })?;
-        let (tx, rx) = mpsc::channel::<Write>();
+        let wrap = |source| StateError { path: path.display().to_string(), source };
+        let mut conn = open(path)?;
+        let journal_path = path.with_extension("journal");
+        let (mut journal, leftover) = journal::Journal::open(&journal_path).map_err(|e| StateError {
+            path: journal_path.display().to_string(),
+            source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
+        })?;
+        let applied = replay(&mut conn, leftover).map_err(wrap)?;
+        journal.continue_after(applied);
+        journal.truncate_through(applied);
+        let loaded = read_all(&conn).map_err(wrap)?;
+        // Checkpoints (which fsync) run on their own thread and connection, never in the
+        // writer's way.
+        conn.pragma_update(None, "wal_autocheckpoint", 0).map_err(wrap)?;
+        conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024).map_err(wrap)?;
+        let checkpoints = open(path)?;
+        let (checkpoint, due) = mpsc::sync_channel::<()>(1);
         std::thread::Builder::new()
+            .name("state-checkpoint".into())
+            .spawn(move || checkpointer(checkpoints, due))
+            .expect("spawning the state checkpointer");
+        let journal = Arc::new(Mutex::new(journal));
+        let queue = Arc::new(queue::Queue::new(BATCH_WINDOW));
+        let (writes, truncate) = (Arc::clone(&queue), Arc::clone(&journal));
+        let writer = std::thread::Builder::new()
             .name("state-writer".into())
-            .spawn(move || writer(conn, rx))
+            .spawn(move || writer(conn, &writes, &truncate, checkpoint))
             .expect("spawning the state writer");
-        Ok(StateStore { path: path.to_path_buf(), tx, loaded: Mutex::new(Some(loaded)) })
+        Ok(StateStore {
+            path: path.to_path_buf(),
+            journal,
+            queue,
+            writer: Some(writer),
+            loaded: Mutex::new(Some(loaded)),
+        })
     }
 
     /// What the database held at start (once; later calls get nothing).
@@ -111,45 +163,44 @@ impl StateStore {
 
     /// Queues the slot's health (`None`: healthy again, delete the row).
     pub fn save_cooldown(&self, key: &SlotKey, health: Option<&SlotHealth>) {
-        self.send(Write::Cooldown(key.clone(), health.cloned()));
+        self.send(Change::Cooldown(key.clone(), health.cloned()));
     }
 
     pub fn save_stats(&self, key: &SlotKey, stats: Option<&Stats>) {
-        self.send(Write::Stats(key.clone(), stats.cloned()));
+        self.send(Change::Stats(key.clone(), stats.cloned()));
     }
 
     pub fn save_binding(&self, fingerprint: &str, key: &SlotKey, at: UnixMs) {
-        self.send(Write::Bind(fingerprint.to_string(), key.clone(), at));
+        self.send(Change::Bind(fingerprint.to_string(), key.clone(), at));
     }
 
     /// Deletes every binding (or those to one source).
     pub fn clear_bindings(&self, source: Option<&str>) {
-        self.send(Write::ClearBindings(source.map(str::to_string)));
+        self.send(Change::ClearBindings(source.map(str::to_string)));
     }
 
     /// Deletes bindings last used before `before`.
     pub fn prune_bindings(&self, before: UnixMs) {
-        self.send(Write::PruneBindings(before));
+        self.send(Change::PruneBindings(before));
     }
 
     pub fn save_usage(&self, key: &QuotaKey, usage: &Usage) {
-        self.send(Write::Usage(key.clone(), *usage));
+        self.send(Change::Usage(key.clone(), *usage));
     }
 
     pub fn save_key_usage(&self, key: &KeyName, period: Period, usage: &Usage) {
-        self.send(Write::KeyUsage(key.clone(), period, *usage));
+        self.send(Change::KeyUsage(key.clone(), period, *usage));
     }
 
-    /// Queues a log row; the receiver hears once it is on disk (a crash after that keeps it).
-    pub fn log(&self, row: LogRow) -> tokio::sync::oneshot::Receiver<()> {
-        let (done, committed) = tokio::sync::oneshot::channel();
-        self.send(Write::Log(Box::new(row), Some(done)));
-        committed
+    /// Records a request-log row: journaled when this returns (a crash after it keeps the
+    /// row), in the database within `BATCH_WINDOW`.
+    pub fn log(&self, row: LogRow) {
+        self.send(Change::Log(Box::new(row)));
     }
 
     /// Deletes log rows older than `before_ms`.
     pub fn prune_logs(&self, before_ms: u64) {
-        self.send(Write::PruneLogs(before_ms));
+        self.send(Change::PruneLogs(before_ms));
     }
 
     /// Runs a read-only query on its own connection (WAL readers never wait for the writer).
@@ -159,25 +210,69 @@ impl StateStore {
         f(&conn).map_err(wrap)
     }
 
+    /// A page of logs; every row journaled before the call is in it (the batch in flight is
+    /// committed first).
     pub fn query_logs(&self, q: &LogQuery) -> Result<LogPage, StateError> {
+        self.flush();
         self.read(|c| logs::query(c, q))
     }
 
     pub fn log_stats(&self, since_ms: u64) -> Result<Vec<serde_json::Value>, StateError> {
+        self.flush();
         self.read(|c| logs::stats(c, since_ms))
     }
 
-    fn send(&self, write: Write) {
-        let _ = self.tx.send(write);
+    /// Journals a change and queues it for the writer, which is not woken: it takes the
+    /// queue whole when its batch window ends.
+    fn send(&self, change: Change) {
+        let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
+        let seq = journal.append(&change);
+        self.queue.push(Item::Change(seq, change));
     }
 
-    /// Blocks until everything queued so far is committed.
+    /// Blocks until everything queued so far is in the database.
     pub fn flush(&self) {
         let (done, wait) = mpsc::channel();
-        if self.tx.send(Write::Flush(done)).is_ok() {
-            let _ = wait.recv();
+        self.queue.push_urgent(Item::Flush(done));
+        let _ = wait.recv();
+    }
+}
+
+impl Drop for StateStore {
+    /// The writer commits what is queued and ends.
+    fn drop(&mut self) {
+        self.queue.close();
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
         }
     }
+}
+
+/// Applies the journal's entries the database has not seen; returns the last applied seq.
+fn replay(conn: &mut Connection, entries: Vec<(u64, Change)>) -> rusqlite::Result<u64> {
+    let applied: u64 = conn
+        .query_row("SELECT value FROM meta WHERE key = ?1", [APPLIED_KEY], |r| r.get::<_, String>(0))
+        .optional()?
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let pending: Vec<(u64, Change)> = entries.into_iter().filter(|(seq, _)| *seq > applied).collect();
+    let Some(last) = pending.iter().map(|(seq, _)| *seq).max() else { return Ok(applied) };
+    tracing::info!(changes = pending.len(), "replaying the state journal");
+    let tx = conn.transaction()?;
+    for (_, change) in pending {
+        apply(&tx, change)?;
+    }
+    set_applied(&tx, last)?;
+    tx.commit()?;
+    Ok(last)
+}
+
+fn set_applied(tx: &rusqlite::Transaction<'_>, seq: u64) -> rusqlite::Result<usize> {
+    run(
+        tx,
+        "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2",
+        params![APPLIED_KEY, seq.to_string()],
+    )
 }
 
 fn slot(source: String, model: String) -> SlotKey {
@@ -245,35 +340,70 @@ fn read_all(conn: &Connection) -> rusqlite::Result<Loaded> {
     Ok(Loaded { cooldowns, stats, bindings, usage, key_usage })
 }
 
-/// Applies writes in batches: block for one, take whatever else is queued, commit once.
-fn writer(mut conn: Connection, rx: mpsc::Receiver<Write>) {
-    while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
-        batch.extend(rx.try_iter());
+/// Applies the queue in batches, one commit each, at low CPU priority: the database is a
+/// copy of the journal, so it may trail while requests have the core.
+fn writer(
+    mut conn: Connection,
+    queue: &queue::Queue<Item>,
+    journal: &Mutex<journal::Journal>,
+    checkpoint: mpsc::SyncSender<()>,
+) {
+    lower_priority();
+    let mut since_checkpoint = 0;
+    while let Some(batch) = queue.next_batch() {
+        since_checkpoint += batch.len();
         let mut flushed = Vec::new();
-        let mut confirmed = Vec::new();
+        let mut last = None;
         let result = (|| -> rusqlite::Result<()> {
             let tx = conn.transaction()?;
-            for write in batch {
-                match write {
-                    Write::Flush(done) => flushed.push(done),
-                    Write::Log(row, confirm) => {
-                        logs::insert(&tx, &row)?;
-                        confirmed.extend(confirm);
+            for item in batch {
+                match item {
+                    Item::Flush(done) => flushed.push(done),
+                    Item::Change(seq, change) => {
+                        apply(&tx, change)?;
+                        last = Some(seq);
                     }
-                    other => apply(&tx, other)?,
                 }
+            }
+            if let Some(seq) = last {
+                set_applied(&tx, seq)?;
             }
             tx.commit()
         })();
-        if let Err(e) = result {
-            tracing::error!("state database write failed: {e}");
+        match result {
+            Ok(()) => {
+                if let Some(seq) = last {
+                    journal.lock().unwrap_or_else(|p| p.into_inner()).truncate_through(seq);
+                }
+            }
+            // The journal keeps the changes; the next start replays them.
+            Err(e) => tracing::error!("state database write failed: {e}"),
         }
         for done in flushed {
             let _ = done.send(());
         }
-        for done in confirmed {
-            let _ = done.send(());
+        if since_checkpoint >= CHECKPOINT_EVERY && checkpoint.try_send(()).is_ok() {
+            since_checkpoint = 0;
+        }
+    }
+}
+
+/// The writer yields the core to request handling (nice 10), which matters most when the
+/// gateway runs on one core.
+fn lower_priority() {
+    // SAFETY: setpriority on the calling thread's own id has no memory effects.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10) };
+    if rc != 0 {
+        tracing::debug!("could not lower the state writer's priority: {}", std::io::Error::last_os_error());
+    }
+}
+
+/// Copies the WAL back into the database file when the writer says enough has accumulated.
+/// PASSIVE: never blocks the writer; whatever it cannot copy now is copied next time.
+fn checkpointer(conn: Connection, due: mpsc::Receiver<()>) {
+    while due.recv().is_ok() {
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!("state database checkpoint failed: {e}");
         }
     }
 }
@@ -283,12 +413,12 @@ fn run(tx: &rusqlite::Transaction<'_>, sql: &str, params: impl rusqlite::Params)
     tx.prepare_cached(sql)?.execute(params)
 }
 
-fn apply(tx: &rusqlite::Transaction<'_>, write: Write) -> rusqlite::Result<()> {
-    match write {
-        Write::Cooldown(key, None) => {
+fn apply(tx: &rusqlite::Transaction<'_>, change: Change) -> rusqlite::Result<()> {
+    match change {
+        Change::Cooldown(key, None) => {
             run(tx, "DELETE FROM cooldowns WHERE source = ?1 AND model = ?2", params![key.source.as_str(), key.model])?;
         }
-        Write::Cooldown(key, Some(h)) => {
+        Change::Cooldown(key, Some(h)) => {
             run(
                 tx,
                 "INSERT INTO cooldowns (source, model, failures, window_start, window_until) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -302,14 +432,14 @@ fn apply(tx: &rusqlite::Transaction<'_>, write: Write) -> rusqlite::Result<()> {
                 ],
             )?;
         }
-        Write::Stats(key, None) => {
+        Change::Stats(key, None) => {
             run(
                 tx,
                 "DELETE FROM scorer_stats WHERE source = ?1 AND model = ?2",
                 params![key.source.as_str(), key.model],
             )?;
         }
-        Write::Stats(key, Some(s)) => {
+        Change::Stats(key, Some(s)) => {
             run(
                 tx,
                 "INSERT INTO scorer_stats (source, model, total, successes, recent, recent_successes, avg_connect_ms,
@@ -329,7 +459,7 @@ fn apply(tx: &rusqlite::Transaction<'_>, write: Write) -> rusqlite::Result<()> {
                 ],
             )?;
         }
-        Write::Bind(fp, key, at) => {
+        Change::Bind(fp, key, at) => {
             run(
                 tx,
                 "INSERT INTO affinity (fingerprint, source, model, last_used) VALUES (?1, ?2, ?3, ?4)
@@ -337,16 +467,16 @@ fn apply(tx: &rusqlite::Transaction<'_>, write: Write) -> rusqlite::Result<()> {
                 params![fp, key.source.as_str(), key.model, at.0 as i64],
             )?;
         }
-        Write::ClearBindings(None) => {
+        Change::ClearBindings(None) => {
             run(tx, "DELETE FROM affinity", [])?;
         }
-        Write::ClearBindings(Some(source)) => {
+        Change::ClearBindings(Some(source)) => {
             run(tx, "DELETE FROM affinity WHERE source = ?1", [source])?;
         }
-        Write::PruneBindings(before) => {
+        Change::PruneBindings(before) => {
             run(tx, "DELETE FROM affinity WHERE last_used < ?1", [before.0 as i64])?;
         }
-        Write::Usage(key, usage) => {
+        Change::Usage(key, usage) => {
             run(
                 tx,
                 "INSERT INTO quota_usage (source, model, period, window_start, tokens) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -360,7 +490,7 @@ fn apply(tx: &rusqlite::Transaction<'_>, write: Write) -> rusqlite::Result<()> {
                 ],
             )?;
         }
-        Write::KeyUsage(key, period, usage) => {
+        Change::KeyUsage(key, period, usage) => {
             run(
                 tx,
                 "INSERT INTO key_usage (key, period, window_start, tokens) VALUES (?1, ?2, ?3, ?4)
@@ -368,19 +498,21 @@ fn apply(tx: &rusqlite::Transaction<'_>, write: Write) -> rusqlite::Result<()> {
                 params![key.as_str(), period.to_string(), usage.window_start.0 as i64, usage.tokens as i64],
             )?;
         }
-        Write::PruneLogs(before) => {
+        Change::PruneLogs(before) => {
             let pruned = logs::prune(tx, before)?;
             if pruned > 0 {
                 tracing::info!(pruned, "request logs past their retention deleted");
             }
         }
-        Write::Flush(_) | Write::Log(..) => {}
+        Change::Log(row) => logs::insert(tx, &row)?,
     }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write as _;
+
     use super::*;
 
     #[test]
@@ -445,5 +577,32 @@ mod tests {
         assert_eq!(loaded.usage.len(), 1);
         assert_eq!(loaded.usage[&quota], usage);
         assert_eq!(loaded.key_usage[&(KeyName::new("alice"), Period::Month)], usage);
+    }
+
+    #[test]
+    fn changes_only_in_the_journal_are_replayed_once_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        drop(super::open(&path).unwrap());
+        let quota = QuotaKey { slot: slot("a".into(), "m".into()), period: Period::Month };
+        let usage = Usage { window_start: UnixMs(7), tokens: 21 };
+        let journal_path = path.with_extension("journal");
+        let (mut journal, _) = journal::Journal::open(&journal_path).unwrap();
+        journal.append(&Change::Usage(quota.clone(), usage));
+        journal.append(&Change::Log(Box::new(LogRow { request_id: "r1".into(), ..LogRow::default() })));
+        drop(journal);
+        // The process died inside its next write.
+        std::fs::OpenOptions::new().append(true).open(&journal_path).unwrap().write_all(b"{\"seq\":3,\"cha").unwrap();
+
+        let store = StateStore::start(&path).unwrap();
+        assert_eq!(store.take_loaded().usage[&quota], usage);
+        assert_eq!(std::fs::metadata(&journal_path).unwrap().len(), 0, "a replayed journal is emptied");
+        store.log(LogRow { request_id: "r2".into(), ..LogRow::default() });
+        drop(store);
+
+        let store = StateStore::start(&path).unwrap();
+        let ids: Vec<String> =
+            store.query_logs(&LogQuery::default()).unwrap().rows.into_iter().map(|r| r.request_id).collect();
+        assert_eq!(ids, ["r2", "r1"], "each row once, the newest first");
     }
 }

@@ -1,5 +1,6 @@
 //! The real `switchyard` binary killed with SIGKILL and started again on the same data_dir:
-//! every answered request's log row, cooldowns, quota use, scores and affinity bindings are back.
+//! every answered request's log row, cooldowns, quota use, scores and affinity bindings are back
+//! (from the database, or replayed from the state journal).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -75,15 +76,18 @@ sources:
         |url: &str, body: Value| client.post(format!("{url}/v1/chat/completions")).bearer_auth(KEY).json(&body).send();
     assert_eq!(chat(&url, chat_body("m", false)).await.unwrap().status(), 200, "a failed, b served");
     assert_eq!(chat(&url, chat_body("AUTO", false)).await.unwrap().status(), 200);
-    // An answer leaves only once its log row is committed, and everything the request changed
-    // was queued before that row: all of it is on disk now, with no waiting.
+    // Everything a request changed is journaled before its answer leaves; the database may
+    // trail the journal, and the restart replays what it had not committed.
     child.kill().unwrap(); // SIGKILL: no shutdown code runs
     child.wait().unwrap();
+    let journal = std::fs::read_to_string(dir.path().join("state.journal")).unwrap();
+    let journaled = journal.lines().filter(|l| l.contains("\"log\"")).count() as i64;
+    assert_eq!(rows(&db, "request_logs") + journaled, 3, "every answered request is in the database or the journal");
+
+    let (mut child, url) = spawn(&config);
     assert_eq!(rows(&db, "request_logs"), 3, "a's failed attempt, b's answer, the AUTO answer");
     assert_eq!((rows(&db, "cooldowns"), rows(&db, "quota_usage"), rows(&db, "scorer_stats")), (1, 1, 2));
     assert!(rows(&db, "affinity") >= 1);
-
-    let (mut child, url) = spawn(&config);
     let health: Value =
         client.get(format!("{url}/admin/api/health")).bearer_auth(ADMIN).send().await.unwrap().json().await.unwrap();
     let a = &health["slots"][0];

@@ -11,6 +11,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 
 const CHAT_JSON: &str = r#"{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"bench","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there, how may I assist you today?"},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}}"#;
 const MESSAGE_JSON: &str = r#"{"id":"msg_bench","type":"message","role":"assistant","model":"bench","content":[{"type":"text","text":"Hello there, how may I assist you today?"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":12}}"#;
@@ -95,6 +96,8 @@ async fn main() {
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_reuseaddr(true).unwrap();
     socket.bind(([127, 0, 0, 1], port).into()).expect("binding the mock's port");
-    let listener = socket.listen(16384).unwrap();
+    let listener = socket.listen(16384).unwrap().tap_io(|s| {
+        let _ = s.set_nodelay(true);
+    });
     axum::serve(listener, app).await.unwrap();
 }
