@@ -388,8 +388,8 @@ fn writer(
     }
 }
 
-/// The writer yields the core to request handling (nice 10), which matters most when the
-/// gateway runs on one core.
+/// The state threads yield the core to request handling (nice 10), which matters most when
+/// the gateway runs on one core; they still get their share when requests saturate it.
 fn lower_priority() {
     // SAFETY: setpriority on the calling thread's own id has no memory effects.
     let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10) };
@@ -401,6 +401,7 @@ fn lower_priority() {
 /// Copies the WAL back into the database file when the writer says enough has accumulated.
 /// PASSIVE: never blocks the writer; whatever it cannot copy now is copied next time.
 fn checkpointer(conn: Connection, due: mpsc::Receiver<()>) {
+    lower_priority();
     while due.recv().is_ok() {
         if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
             tracing::warn!("state database checkpoint failed: {e}");
