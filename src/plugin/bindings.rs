@@ -15,6 +15,8 @@ wasmtime::component::bindgen!({
     world: "adapter-world",
     path: "wit",
     exports: { default: async },
+    // The one import that waits on the network yields the worker instead of blocking it.
+    imports: { "switchyard:adapter/host.fetch": async },
 });
 
 pub use self::switchyard::adapter::types::{
@@ -124,7 +126,7 @@ impl self::switchyard::adapter::host::Host for GuestState {
         self.script.as_deref().map(str::to_string)
     }
 
-    fn fetch(
+    async fn fetch(
         &mut self,
         method: String,
         url: String,
@@ -143,7 +145,7 @@ impl self::switchyard::adapter::host::Host for GuestState {
             ));
         }
         let started = std::time::Instant::now();
-        let reply = super::fetch::run(&method, &url, body);
+        let reply = super::fetch::run(&method, &url, body).await;
         self.waited_ticks = super::engine::ticks_in(started.elapsed());
         tracing::info!(adapter = %self.adapter, host, ms = started.elapsed().as_millis() as u64, ok = reply.is_ok(), "adapter HTTP request");
         reply.map(|(status, body)| self::switchyard::adapter::host::FetchReply { status, body })

@@ -1,6 +1,6 @@
 //! The one network path a guest has: an HTTP request the operator allowed for its adapter
-//! (a legacy script fetching a token, say), bounded to 30 s and 4 MiB. It runs on its own
-//! thread and runtime, since the guest waits for it inside a synchronous host call.
+//! (a legacy script fetching a token, say), bounded to 30 s and 4 MiB. The guest's call is
+//! suspended meanwhile (an async import), so the runtime worker keeps serving others.
 
 use std::time::Duration;
 
@@ -8,23 +8,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_BODY: usize = 4 << 20;
 
 /// (status, body) or why it failed.
-pub fn run(method: &str, url: &str, body: Option<String>) -> Result<(u16, String), String> {
-    let (method, url) = (method.to_string(), url.to_string());
-    std::thread::scope(|scope| {
-        scope
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| format!("cannot start the HTTP runtime: {e}"))?;
-                runtime.block_on(send(&method, &url, body))
-            })
-            .join()
-            .unwrap_or_else(|_| Err("the HTTP request thread panicked".into()))
-    })
-}
-
-async fn send(method: &str, url: &str, body: Option<String>) -> Result<(u16, String), String> {
+pub async fn run(method: &str, url: &str, body: Option<String>) -> Result<(u16, String), String> {
     let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| format!("`{method}` is not a method"))?;
     let client = reqwest::Client::builder().timeout(TIMEOUT).build().map_err(|e| e.to_string())?;
     let mut request = client.request(method, url);

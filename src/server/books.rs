@@ -46,7 +46,7 @@ impl LogContext {
         }
     }
 
-    /// Logs a failed attempt (not waited for).
+    /// Logs a failed attempt.
     pub fn failed(&self, gw: &Gateway, slot: &SlotKey, started: Instant, error: &AttemptError) {
         let mut row = self.row(gw, slot, started);
         fill_error(&mut row, error);

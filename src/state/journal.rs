@@ -21,8 +21,6 @@ pub struct Journal {
     path: PathBuf,
     /// The sequence number the next change gets.
     next_seq: u64,
-    /// The last sequence number appended.
-    last_seq: u64,
     /// Whether anything was appended since the journal was last emptied.
     holds_changes: bool,
 }
@@ -45,7 +43,7 @@ impl Journal {
         }
         let last_seq = entries.iter().map(|(seq, _)| *seq).max().unwrap_or(0);
         let holds_changes = file.metadata()?.len() > 0;
-        let journal = Journal { file, path: path.to_path_buf(), next_seq: last_seq + 1, last_seq, holds_changes };
+        let journal = Journal { file, path: path.to_path_buf(), next_seq: last_seq + 1, holds_changes };
         Ok((journal, entries))
     }
 
@@ -58,7 +56,6 @@ impl Journal {
     pub fn append(&mut self, change: &Change) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.last_seq = seq;
         self.holds_changes = true;
         let mut line = serde_json::to_vec(&Entry { seq, change }).expect("state changes serialise");
         line.push(b'\n');
@@ -72,7 +69,7 @@ impl Journal {
 
     /// Empties the journal when everything in it is committed (through `committed`).
     pub fn truncate_through(&mut self, committed: u64) {
-        if !self.holds_changes || committed < self.last_seq {
+        if !self.holds_changes || committed + 1 < self.next_seq {
             return;
         }
         match self.file.set_len(0) {

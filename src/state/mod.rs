@@ -1,11 +1,11 @@
 //! The gateway's SQLite database under `data_dir` (WAL): cooldowns, scorer stats, affinity
-//! bindings, quota use and request logs. Read once at start; writes go through one writer
-//! thread that batches them, so no request waits on the disk.
+//! bindings, quota use and request logs. Read once at start; a change is appended to the
+//! journal on the request path and committed by one writer thread in batches, so no request
+//! waits on SQLite and a killed process loses nothing.
 
 mod journal;
-mod queue;
-
 mod logs;
+mod queue;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,15 +22,16 @@ use crate::scheduler::{Binding, Period, QuotaKey, SlotHealth, SlotKey, Stats, Un
 const SCHEMA_VERSION: i64 = 5;
 
 #[derive(Debug, thiserror::Error)]
-#[error("state database {path}: {source}")]
-pub struct StateError {
-    path: String,
-    source: rusqlite::Error,
+pub enum StateError {
+    #[error("state database {path}: {source}")]
+    Database { path: String, source: rusqlite::Error },
+    #[error("state journal {path}: {source}")]
+    Journal { path: String, source: std::io::Error },
 }
 
 /// Opens (creating if needed) the state database and brings its schema up to date.
 pub fn open(path: &Path) -> Result<Connection, StateError> {
-    let wrap = |source| StateError { path: path.display().to_string(), source };
+    let wrap = |source| StateError::Database { path: path.display().to_string(), source };
     let conn = Connection::open(path).map_err(wrap)?;
     conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
@@ -119,13 +120,11 @@ impl StateStore {
     /// Opens the database, replays the journal's changes it had not yet committed, and starts
     /// the writer. The journal is `<path>.journal`.
     pub fn start(path: &Path) -> Result<StateStore, StateError> {
-        let wrap = |source| StateError { path: path.display().to_string(), source };
+        let wrap = |source| StateError::Database { path: path.display().to_string(), source };
         let mut conn = open(path)?;
         let journal_path = path.with_extension("journal");
-        let (mut journal, leftover) = journal::Journal::open(&journal_path).map_err(|e| StateError {
-            path: journal_path.display().to_string(),
-            source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
-        })?;
+        let (mut journal, leftover) = journal::Journal::open(&journal_path)
+            .map_err(|source| StateError::Journal { path: journal_path.display().to_string(), source })?;
         let applied = replay(&mut conn, leftover).map_err(wrap)?;
         journal.continue_after(applied);
         journal.truncate_through(applied);
@@ -205,7 +204,7 @@ impl StateStore {
 
     /// Runs a read-only query on its own connection (WAL readers never wait for the writer).
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StateError> {
-        let wrap = |source| StateError { path: self.path.display().to_string(), source };
+        let wrap = |source| StateError::Database { path: self.path.display().to_string(), source };
         let conn = Connection::open_with_flags(&self.path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(wrap)?;
         f(&conn).map_err(wrap)
     }
@@ -350,6 +349,8 @@ fn writer(
 ) {
     lower_priority();
     let mut since_checkpoint = 0;
+    // After a failed commit the journal is kept whole until the next start replays it.
+    let mut failed_once = false;
     while let Some(batch) = queue.next_batch() {
         since_checkpoint += batch.len();
         let mut flushed = Vec::new();
@@ -370,14 +371,15 @@ fn writer(
             }
             tx.commit()
         })();
-        match result {
-            Ok(()) => {
-                if let Some(seq) = last {
-                    journal.lock().unwrap_or_else(|p| p.into_inner()).truncate_through(seq);
-                }
+        match (result, last) {
+            (Ok(()), Some(seq)) if !failed_once => {
+                journal.lock().unwrap_or_else(|p| p.into_inner()).truncate_through(seq);
             }
-            // The journal keeps the changes; the next start replays them.
-            Err(e) => tracing::error!("state database write failed: {e}"),
+            (Ok(()), _) => {}
+            (Err(e), _) => {
+                failed_once = true;
+                tracing::error!("state database write failed (the journal keeps the changes for the next start): {e}");
+            }
         }
         for done in flushed {
             let _ = done.send(());

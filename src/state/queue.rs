@@ -1,5 +1,5 @@
-//! The state writer's queue: changes pile up without waking anyone; a change someone waits
-//! for (a confirmed log row, a flush) wakes the writer, which takes the whole pile at once.
+//! The state writer's queue: changes pile up and the writer takes the whole pile when its
+//! batch window ends; an urgent item (a flush someone waits on) ends the window at once.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
