@@ -2,7 +2,9 @@
 //! server → router → scheduler → provider (adapter session in the plugin host → upstream); state in SQLite.
 
 pub mod config;
+pub mod logsafe;
 pub mod plugin;
+pub mod private_fs;
 pub mod provider;
 pub mod router;
 pub mod scheduler;

@@ -32,6 +32,8 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG").unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .fmt_fields(switchyard::logsafe::fields())
         .init();
     let config = match startup::load_config(&cli.config) {
         Ok(config) => config,

@@ -26,15 +26,27 @@ pub async fn build_with_clock(
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
     let config = &loaded.effective;
-    std::fs::create_dir_all(&config.data_dir)
+    crate::private_fs::create_dir(&config.data_dir)
         .map_err(|e| anyhow::anyhow!("cannot create data_dir {}: {e}", config.data_dir.display()))?;
+    // Files an older version wrote 644: the runtime file holds upstream keys.
+    let uploads = std::fs::read_dir(&config.adapter_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
+        .map(|entry| entry.path());
+    for file in std::iter::once(config.runtime_file.clone()).chain(uploads) {
+        if let Err(e) = crate::private_fs::restrict(&file) {
+            tracing::warn!(file = %file.display(), "cannot make the file private (mode 600): {e}");
+        }
+    }
     let store = Arc::new(crate::state::StateStore::start(&config.state_db())?);
     if let Some(days) = config.log_retention_days.filter(|d| *d > 0) {
         prune_logs_hourly(store.clone(), clock.clone(), days);
     }
     let allow_hosts = config.adapters.iter().map(|(name, p)| (name.clone(), p.allow_hosts.clone())).collect();
     let (plugins, report) = PluginHost::load(
-        config.sandbox.limits(),
+        config.sandbox.limits(config.body_limit_bytes),
         Some(config.component_cache_dir()),
         Some(&config.adapter_dir),
         allow_hosts,

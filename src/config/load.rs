@@ -18,6 +18,64 @@ use super::{
 };
 use crate::scheduler::{AffinityPolicy, CooldownPolicy, Period, Quota, ScoringPolicy};
 
+/// The longest timeout or window a setting may name (about 115 days): far past any real use,
+/// and far from where adding it to a clock's instant would overflow.
+const MAX_SECONDS: f64 = 10_000_000.0;
+
+/// Whether `value` is a usable number of seconds: finite, not negative (zero only when
+/// `zero_ok`), at most [`MAX_SECONDS`].
+fn seconds(value: f64, zero_ok: bool) -> bool {
+    value.is_finite() && value <= MAX_SECONDS && (value > 0.0 || zero_ok && value == 0.0)
+}
+
+/// Nesting no config needs; past it the text is refused before any YAML parser sees it (they
+/// recurse once per level: thousands of levels overflow the stack, and load in square time).
+const MAX_NESTING: usize = 128;
+
+/// An error when some line of `text` nests deeper than [`MAX_NESTING`]: indentation (two
+/// spaces a level), compact block nodes (`- - -`, `? ? ?`) and open flow brackets, together.
+fn too_deep(text: &str) -> Option<FieldError> {
+    let mut flow = 0usize;
+    for (n, line) in text.lines().enumerate() {
+        let body = line.trim_start_matches([' ', '\t']);
+        let indent = line.len() - body.len();
+        let mut rest = body;
+        let mut dashes = 0;
+        // Compact block nodes open a level each: sequence entries, explicit keys and values.
+        while let Some(after) = ["- ", "-\t", "? ", "?\t", ": ", ":\t"].iter().find_map(|p| rest.strip_prefix(p)) {
+            dashes += 1;
+            rest = after.trim_start();
+        }
+        let mut deepest = flow;
+        let mut quote = None;
+        for c in rest.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '"' | '\'') => quote = Some(c),
+                (None, '[' | '{') => {
+                    flow += 1;
+                    deepest = deepest.max(flow);
+                }
+                (None, ']' | '}') => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if indent / 2 + dashes + deepest > MAX_NESTING {
+            return Some(FieldError {
+                path: String::new(),
+                line: Some(n + 1),
+                message: format!("nests deeper than {MAX_NESTING} levels"),
+                fix: "flatten the YAML: no setting nests this deep".into(),
+            });
+        }
+    }
+    None
+}
+
+/// The gateway key `config.example.yaml` falls back to: published, so for loopback only.
+const EXAMPLE_KEY: &str = "sk-switchyard-dev-key";
+
 const TOP_LEVEL: &[&str] = &[
     "listen",
     "admin_token",
@@ -26,6 +84,7 @@ const TOP_LEVEL: &[&str] = &[
     "cache_dir",
     "body_limit_mb",
     "sandbox",
+    "server",
     "cooldown",
     "default_model",
     "runtime_file",
@@ -71,6 +130,9 @@ pub struct LoadedConfig {
 /// `base` with the runtime file `text` merged in; errors (of types and of meaning, all at
 /// once) name the runtime file's lines.
 pub fn load_runtime_str(text: &str, file: &Path, base: &Config, adapters: &[&str]) -> Result<Config, ConfigError> {
+    if let Some(error) = too_deep(text) {
+        return Err(ConfigError::Invalid { file: file.to_path_buf(), errors: vec![error] });
+    }
     let (runtime, mut errors) = parse_runtime(text);
     match with_runtime(base, &runtime, adapters) {
         Ok(config) if errors.is_empty() => return Ok(config),
@@ -206,6 +268,9 @@ pub fn load_str(
     env: &dyn Fn(&str) -> Option<String>,
     adapters: &[&str],
 ) -> Result<Config, ConfigError> {
+    if let Some(error) = too_deep(text) {
+        return Err(ConfigError::Invalid { file: file.to_path_buf(), errors: vec![error] });
+    }
     let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env };
     let config = c.parse(text, adapters);
     c.errors.sort_by_key(|e| e.line.unwrap_or(0));
@@ -288,6 +353,8 @@ impl Collector<'_> {
             self.error("body_limit_mb", "must be at least 1", "write a size in MiB, e.g. 32");
         }
         let sandbox: SandboxConfig = self.field(&top, "sandbox").unwrap_or_default();
+        let server: super::ServerLimits = self.field(&top, "server").unwrap_or_default();
+        self.check_server(&server);
         let cooldown: CooldownPolicy = self.field(&top, "cooldown").unwrap_or_default();
         let default_model: Option<String> = self.field::<String>(&top, "default_model").filter(|m| !m.is_empty());
         let runtime_file: PathBuf = self.field(&top, "runtime_file").unwrap_or_else(|| data_dir.join("runtime.yaml"));
@@ -303,8 +370,11 @@ impl Collector<'_> {
         let sources: Vec<SourceConfig> = self.list(&top, "sources");
         let routes: Vec<RouteConfig> = self.list(&top, "routes");
 
-        self.check_sandbox(&sandbox);
+        self.check_sandbox(&sandbox, (body_limit_mb as usize) << 20);
         self.check_keys(&keys);
+        if let Some(addr) = listen {
+            self.check_public_keys(&keys, addr);
+        }
         let mut known: Vec<String> = adapters.iter().map(|s| s.to_string()).collect();
         known.extend(adapter_names(&adapter_dir));
         self.check_sources(&sources, &known);
@@ -330,6 +400,7 @@ impl Collector<'_> {
             cache_dir,
             body_limit_bytes: (body_limit_mb as usize) << 20,
             sandbox,
+            server,
             cooldown,
             default_model,
             runtime_file,
@@ -417,19 +488,51 @@ impl Collector<'_> {
         }
     }
 
-    fn check_sandbox(&mut self, s: &SandboxConfig) {
-        if !(1..=4096).contains(&s.memory_mb) {
-            self.error(
+    fn check_server(&mut self, s: &super::ServerLimits) {
+        if s.max_connections == 0 || s.max_in_flight == 0 {
+            let field = if s.max_connections == 0 { "server.max_connections" } else { "server.max_in_flight" };
+            self.error(field, "must be at least 1", "write a count, e.g. 10000");
+        }
+        for (field, secs) in [
+            ("server.header_timeout_seconds", s.header_timeout_seconds),
+            ("server.body_timeout_seconds", s.body_timeout_seconds),
+        ] {
+            if !(seconds(secs, false) && secs <= 86_400.0) {
+                self.error(field, "must be a number of seconds above 0 (at most a day)", "write e.g. 10");
+            }
+        }
+    }
+
+    fn check_sandbox(&mut self, s: &SandboxConfig, body_limit_bytes: usize) {
+        let needed_mb = crate::plugin::SandboxLimits::memory_to_translate(body_limit_bytes).div_ceil(1 << 20);
+        match s.memory_mb {
+            Some(mb) if !(1..=4096).contains(&mb) => self.error(
                 "sandbox.memory_mb",
                 "must be between 1 and 4096",
-                "write the per-instance memory cap in MiB, e.g. 64",
-            );
+                "write the per-instance memory cap in MiB, or leave it out to size it from body_limit_mb",
+            ),
+            Some(mb) if (mb as usize) < needed_mb => self.error(
+                "sandbox.memory_mb",
+                format!(
+                    "{mb} MiB cannot translate a request of body_limit_mb ({} MiB): an adapter needs about {needed_mb} MiB for that",
+                    body_limit_bytes >> 20
+                ),
+                format!("raise sandbox.memory_mb to {needed_mb}, lower body_limit_mb, or leave memory_mb out"),
+            ),
+            _ => {}
         }
         if s.cpu_ms_per_call == 0 {
             self.error(
                 "sandbox.cpu_ms_per_call",
                 "must be at least 1",
                 "write the CPU bound per adapter call in ms, e.g. 500",
+            );
+        }
+        if s.wall_ms_per_call < s.cpu_ms_per_call {
+            self.error(
+                "sandbox.wall_ms_per_call",
+                "must be at least sandbox.cpu_ms_per_call",
+                "write the wall-clock bound per adapter call in ms, e.g. 60000",
             );
         }
         if s.max_output_mb == 0 {
@@ -506,8 +609,12 @@ impl Collector<'_> {
                     if f.min_candidates == 0 {
                         self.error(&at("fusion_config.min_candidates"), "must be at least 1", "e.g. 2");
                     }
-                    if !(f.timeout_seconds.is_finite() && f.timeout_seconds > 0.0) {
-                        self.error(&at("fusion_config.timeout_seconds"), "must be a positive number", "e.g. 30");
+                    if !seconds(f.timeout_seconds, false) {
+                        self.error(
+                            &at("fusion_config.timeout_seconds"),
+                            "must be a positive number of seconds (at most 10000000)",
+                            "e.g. 30",
+                        );
                     }
                 }
                 _ => {}
@@ -578,6 +685,22 @@ impl Collector<'_> {
             out.push(ChainSlot { model: slot.model.clone(), source: slot.source.clone(), tier: slot.tier, quota });
         }
         out
+    }
+
+    /// The shipped example's development key is public: it serves on loopback only.
+    fn check_public_keys(&mut self, keys: &[KeyConfig], listen: SocketAddr) {
+        if listen.ip().is_loopback() {
+            return;
+        }
+        for (i, k) in keys.iter().enumerate() {
+            if k.key.expose() == EXAMPLE_KEY {
+                self.error(
+                    &format!("keys[{i}].key"),
+                    format!("is the example config's public development key, and listen ({listen}) is not loopback"),
+                    "set a key of your own (e.g. SWITCHYARD_KEY=$(openssl rand -hex 24)), or listen on 127.0.0.1",
+                );
+            }
+        }
     }
 
     fn check_keys(&mut self, keys: &[KeyConfig]) {
@@ -655,47 +778,47 @@ impl Collector<'_> {
                     "write how many requests may run at once, e.g. 10",
                 );
             }
-            if s.timeout_seconds == 0 {
+            if s.timeout_seconds == 0 || s.timeout_seconds as f64 > MAX_SECONDS {
                 self.error(
                     &at("timeout_seconds"),
-                    "must be at least 1",
+                    "must be at least 1 and at most 10000000",
                     "write the request timeout in seconds, e.g. 120",
                 );
             }
-            if s.connect_timeout_seconds == 0 {
+            if s.connect_timeout_seconds == 0 || s.connect_timeout_seconds as f64 > MAX_SECONDS {
                 self.error(
                     &at("connect_timeout_seconds"),
-                    "must be at least 1",
+                    "must be at least 1 and at most 10000000",
                     "write the connect timeout in seconds, e.g. 10",
                 );
             }
-            if !(s.queue_timeout_seconds.is_finite() && s.queue_timeout_seconds >= 0.0) {
+            if !seconds(s.queue_timeout_seconds, true) {
                 self.error(
                     &at("queue_timeout_seconds"),
-                    "must be zero or a positive number",
+                    "must be zero or a positive number of seconds (at most 10000000)",
                     "write the longest wait for a free place under max_concurrent in seconds, e.g. 10",
                 );
             }
-            if !(s.idle_timeout_seconds.is_finite() && s.idle_timeout_seconds > 0.0) {
+            if !seconds(s.idle_timeout_seconds, false) {
                 self.error(
                     &at("idle_timeout_seconds"),
-                    "must be a positive number",
+                    "must be a positive number of seconds (at most 10000000)",
                     "write the longest silence between stream events in seconds, e.g. 60",
                 );
             }
             if let Some(t) = s.first_byte_timeout_seconds
-                && !(t.is_finite() && t > 0.0)
+                && !seconds(t, false)
             {
                 self.error(
                     &at("first_byte_timeout_seconds"),
-                    "must be a positive number",
+                    "must be a positive number of seconds (at most 10000000)",
                     "write the longest wait for the first byte in seconds, e.g. 60",
                 );
             }
-            if !(s.stream_timeout_seconds.is_finite() && s.stream_timeout_seconds > 0.0) {
+            if !seconds(s.stream_timeout_seconds, false) {
                 self.error(
                     &at("stream_timeout_seconds"),
-                    "must be a positive number",
+                    "must be a positive number of seconds (at most 10000000)",
                     "write the longest a stream may run in seconds, e.g. 1800",
                 );
             }
@@ -757,4 +880,21 @@ fn fix_for(message: &str) -> String {
 /// The known name nearest to a misspelt one, if it is near enough to be a typo.
 fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
     known.iter().map(|k| (strsim::levenshtein(name, k), *k)).filter(|(d, _)| *d <= 3).min().map(|(_, k)| k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_past_the_limit_is_refused_before_parsing() {
+        let deep = |open: &str, close: &str, n: usize| format!("sources:\n  {}0{}\n", open.repeat(n), close.repeat(n));
+        assert!(too_deep(&deep("[", "]", 100)).is_none());
+        assert_eq!(too_deep(&deep("[", "]", 200)).and_then(|e| e.line), Some(2));
+        assert!(too_deep(&deep("{a: ", "}", 5000)).is_some());
+        assert!(too_deep(&deep("- ", "", 5000)).is_some());
+        assert!(too_deep(&deep("? ", "", 5000)).is_some());
+        assert!(too_deep(&format!("a:\n{}b: 1\n", " ".repeat(400))).is_some());
+        assert!(too_deep("name: \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"\n").is_none(), "quoted");
+    }
 }

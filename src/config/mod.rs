@@ -36,6 +36,8 @@ pub struct Config {
     /// Largest client request body.
     pub body_limit_bytes: usize,
     pub sandbox: SandboxConfig,
+    /// Limits on client connections and requests.
+    pub server: ServerLimits,
     pub cooldown: CooldownPolicy,
     /// What an unknown model falls back to (`AUTO`: the AUTO chain).
     pub default_model: Option<String>,
@@ -108,12 +110,52 @@ impl Config {
     }
 }
 
+/// `server:` — what one client (or many) may hold of the gateway: open connections, requests
+/// in flight, and how long it may take to send a request's head and body.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerLimits {
+    /// Open client connections; past it a new one gets 503 and is closed.
+    pub max_connections: u32,
+    /// Requests being served at once (streams until their end); past it 503 with Retry-After.
+    pub max_in_flight: u32,
+    /// Time a client has to send a request's headers (slowloris).
+    pub header_timeout_seconds: f64,
+    /// Time a client has to send a request's whole body, once its headers are in.
+    pub body_timeout_seconds: f64,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_connections: 10_000,
+            max_in_flight: 10_000,
+            header_timeout_seconds: 10.0,
+            body_timeout_seconds: 60.0,
+        }
+    }
+}
+
+impl ServerLimits {
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.header_timeout_seconds)
+    }
+
+    pub fn body_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.body_timeout_seconds)
+    }
+}
+
 /// `sandbox:` — limits for every adapter instance.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SandboxConfig {
-    pub memory_mb: u32,
+    /// Memory cap per instance; by default derived from `body_limit_mb` so that any body the
+    /// gateway accepts can be translated.
+    pub memory_mb: Option<u32>,
     pub cpu_ms_per_call: u64,
+    /// Wall-clock bound of one adapter call, `fetch` waits included.
+    pub wall_ms_per_call: u64,
     pub max_output_mb: u32,
     pub pool_slots: u32,
 }
@@ -122,8 +164,9 @@ impl Default for SandboxConfig {
     fn default() -> Self {
         let d = SandboxLimits::default();
         SandboxConfig {
-            memory_mb: (d.memory_bytes >> 20) as u32,
+            memory_mb: None,
             cpu_ms_per_call: d.cpu_per_call.as_millis() as u64,
+            wall_ms_per_call: d.wall_per_call.as_millis() as u64,
             max_output_mb: (d.max_output_bytes >> 20) as u32,
             pool_slots: d.pool_slots,
         }
@@ -131,10 +174,15 @@ impl Default for SandboxConfig {
 }
 
 impl SandboxConfig {
-    pub fn limits(&self) -> SandboxLimits {
+    /// The limits for a gateway that accepts request bodies up to `body_limit_bytes`.
+    pub fn limits(&self, body_limit_bytes: usize) -> SandboxLimits {
         SandboxLimits {
-            memory_bytes: (self.memory_mb as usize) << 20,
+            memory_bytes: self.memory_mb.map_or_else(
+                || SandboxLimits::memory_to_translate(body_limit_bytes).max(64 << 20),
+                |mb| (mb as usize) << 20,
+            ),
             cpu_per_call: Duration::from_millis(self.cpu_ms_per_call),
+            wall_per_call: Duration::from_millis(self.wall_ms_per_call),
             max_output_bytes: (self.max_output_mb as usize) << 20,
             pool_slots: self.pool_slots,
         }
@@ -184,7 +232,7 @@ pub struct SourceConfig {
     /// Longest wait for a place under `max_concurrent` before the next candidate is tried.
     #[serde(default = "default_queue_timeout_seconds")]
     pub queue_timeout_seconds: f64,
-    /// Whole request (non-streaming), and time to the response head (streaming).
+    /// Whole request (non-streaming: its head comes only with the whole answer).
     #[serde(default = "default_timeout_seconds")]
     pub timeout_seconds: u64,
     #[serde(default = "default_connect_timeout_seconds")]
@@ -192,7 +240,8 @@ pub struct SourceConfig {
     /// Longest silence between two stream events before the stream is cut.
     #[serde(default = "default_idle_timeout_seconds")]
     pub idle_timeout_seconds: f64,
-    /// Time to the first byte of the answer; defaults to `timeout_seconds`.
+    /// Time from sending a streaming request to its first event (providers send the head at
+    /// once, so it counts to the first event); 60 s by default.
     #[serde(default)]
     pub first_byte_timeout_seconds: Option<f64>,
     /// Whole stream, first byte to last.
@@ -228,9 +277,9 @@ impl SourceConfig {
         self.models.iter().find(|m| m.name == name)
     }
 
-    /// Time to the response head (non-streaming) or the first stream event.
+    /// Time from sending a streaming request to its first event.
     pub fn first_byte_timeout(&self) -> Duration {
-        self.first_byte_timeout_seconds.map_or(self.timeout(), Duration::from_secs_f64)
+        Duration::from_secs_f64(self.first_byte_timeout_seconds.unwrap_or(DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS))
     }
 
     /// Longest a stream may run from start to end.
@@ -265,6 +314,8 @@ pub enum ModelKind {
     Image,
     Embedding,
 }
+
+const DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS: f64 = 60.0;
 
 fn default_adapter() -> AdapterName {
     AdapterName::new("openai")

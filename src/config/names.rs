@@ -74,6 +74,37 @@ impl Secret {
     pub fn masked(&self) -> String {
         mask(&self.0)
     }
+
+    /// `text` (an upstream's error message, say) with the secret masked wherever it shows:
+    /// whole, or any run of 12 or more of its characters (a prefix, a suffix, a middle part,
+    /// as upstreams echo keys "sk-proj-abc…" half masked themselves). Secrets shorter than 4
+    /// characters are not looked for: masking them would garble ordinary words.
+    pub fn scrub(&self, text: &str) -> String {
+        const RUN: usize = 12;
+        let secret = self.0.as_bytes();
+        if secret.len() < 4 {
+            return text.to_string();
+        }
+        let bytes = text.as_bytes();
+        let (mut out, mut copied, mut at) = (String::with_capacity(text.len()), 0, 0);
+        while at < bytes.len() {
+            // The longest run of the secret that starts here.
+            let longest = (0..secret.len())
+                .map(|from| bytes[at..].iter().zip(&secret[from..]).take_while(|(a, b)| a == b).count())
+                .max()
+                .unwrap_or(0);
+            if longest >= RUN.min(secret.len()) && text.is_char_boundary(at) && text.is_char_boundary(at + longest) {
+                out.push_str(&text[copied..at]);
+                out.push_str(&self.masked());
+                at += longest;
+                copied = at;
+            } else {
+                at += 1;
+            }
+        }
+        out.push_str(&text[copied..]);
+        out
+    }
 }
 
 /// Masks any secret-looking string: a short prefix and the last four characters survive.
@@ -117,6 +148,19 @@ impl<'de> Deserialize<'de> for Secret {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scrub_masks_a_secret_whole_or_in_part_wherever_it_shows() {
+        let key = Secret::new("sk-proj-0123456789abcdefXYZ");
+        let said = key.scrub("Incorrect API key provided: sk-proj-0123456789abcdefXYZ.");
+        assert_eq!(said, "Incorrect API key provided: sk-…fXYZ.");
+        let said = key.scrub("key sk-proj-0123****fXYZ and 3456789abcde, fine: sk-proj-012");
+        assert!(!said.contains("sk-proj-0123*") && !said.contains("456789abc"), "{said}");
+        assert!(said.ends_with("fine: sk-proj-012"), "runs under 12 characters stay: {said}");
+        assert_eq!(Secret::new("abc").scrub("abc abc"), "abc abc");
+        assert_eq!(Secret::new("ab12").scrub("x ab12 y"), "x … y");
+        assert_eq!(Secret::new("sk-é-0123456789").scrub("é-0123456789 ü"), "sk-…6789 ü");
+    }
 
     #[test]
     fn secrets_never_print_in_full() {

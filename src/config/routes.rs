@@ -91,6 +91,14 @@ pub struct VisionConfig {
     pub vision_alias: String,
     #[serde(default)]
     pub fallback: VisionFallback,
+    /// Images one request may carry: each is a call to the vision route (fan-out), so past
+    /// this the request is refused with 400.
+    #[serde(default = "default_max_images")]
+    pub max_images: u32,
+}
+
+fn default_max_images() -> u32 {
+    8
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]

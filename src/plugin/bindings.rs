@@ -53,7 +53,7 @@ impl GuestState {
             // Nothing inherited: no args, env, preopened dirs, stdio or network.
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
-            limiter: MemoryLimiter { max_bytes: memory_bytes, peak_bytes: 0, hit: false },
+            limiter: MemoryLimiter { max_bytes: memory_bytes, total_bytes: 0, hit: false },
             script,
             allow_hosts,
             waited_ticks: 0,
@@ -68,10 +68,12 @@ impl WasiView for GuestState {
     }
 }
 
-/// Refuses growth past the cap and remembers that it did, so a trap can be named.
+/// Caps the memory of the whole instance (every linear memory it has, summed), refuses growth
+/// past it and remembers that it did, so a trap can be named.
 pub struct MemoryLimiter {
     max_bytes: usize,
-    peak_bytes: usize,
+    /// All linear memories of the store; they only grow, so this is also the peak.
+    total_bytes: usize,
     pub hit: bool,
 }
 
@@ -79,17 +81,18 @@ impl MemoryLimiter {
     /// An instance that once grew past a quarter of its cap keeps that memory committed:
     /// retire it rather than pool it.
     pub fn is_bloated(&self) -> bool {
-        self.peak_bytes > self.max_bytes / 4
+        self.total_bytes > self.max_bytes / 4
     }
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
-        if desired > self.max_bytes {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
+        let total = self.total_bytes.saturating_add(desired.saturating_sub(current));
+        if total > self.max_bytes {
             self.hit = true;
             return Ok(false);
         }
-        self.peak_bytes = self.peak_bytes.max(desired);
+        self.total_bytes = total;
         Ok(true)
     }
 
@@ -132,22 +135,36 @@ impl self::switchyard::adapter::host::Host for GuestState {
         url: String,
         body: Option<String>,
     ) -> Result<self::switchyard::adapter::host::FetchReply, String> {
-        let host = reqwest::Url::parse(&url)
-            .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https"))
-            .and_then(|u| u.host_str().map(str::to_string))
-            .ok_or_else(|| format!("`{url}` is not an http(s) URL"))?;
-        if !self.allow_hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(&host)) {
-            tracing::warn!(adapter = %self.adapter, host, "adapter HTTP request denied");
+        let host = reqwest::Url::parse(&url).ok().and_then(|u| u.host_str().map(str::to_string)).unwrap_or_default();
+        let allowed = reqwest::Url::parse(&url)
+            .map_err(|_| format!("`{url}` is not an http(s) URL"))
+            .and_then(|u| super::fetch::denial(&self.allow_hosts, &u).map_or(Ok(()), Err));
+        if let Err(denied) = allowed {
+            tracing::warn!(adapter = %self.adapter, host = %crate::logsafe::Escaped(&host), "adapter HTTP request denied");
             return Err(format!(
-                "HTTP to {host} is denied: the operator has not allowed it for adapter `{}` (adapters.{}.allow_hosts)",
+                "{denied}: the operator has not allowed it for adapter `{}` (adapters.{}.allow_hosts; a port other than 80/443 must be named, as host:port)",
                 self.adapter, self.adapter
             ));
         }
         let started = std::time::Instant::now();
-        let reply = super::fetch::run(&method, &url, body).await;
+        let reply = super::fetch::run(self.allow_hosts.clone(), &method, &url, body).await;
         self.waited_ticks = super::engine::ticks_in(started.elapsed());
-        tracing::info!(adapter = %self.adapter, host, ms = started.elapsed().as_millis() as u64, ok = reply.is_ok(), "adapter HTTP request");
+        tracing::info!(adapter = %self.adapter, host = %crate::logsafe::Escaped(&host), ms = started.elapsed().as_millis() as u64, ok = reply.is_ok(), "adapter HTTP request");
         reply.map(|(status, body)| self::switchyard::adapter::host::FetchReply { status, body })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_cap_counts_every_memory_of_the_instance() {
+        let mut limiter = MemoryLimiter { max_bytes: 64 << 20, total_bytes: 0, hit: false };
+        assert!(limiter.memory_growing(0, 40 << 20, None).unwrap(), "the first memory");
+        assert!(!limiter.memory_growing(0, 40 << 20, None).unwrap(), "a second memory may not double the cap");
+        assert!(limiter.hit);
+        assert!(!limiter.memory_growing(40 << 20, 65 << 20, None).unwrap(), "nor may growth past it");
+        assert!(limiter.memory_growing(0, 24 << 20, None).unwrap(), "what is left is left");
     }
 }

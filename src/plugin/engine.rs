@@ -11,6 +11,10 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 /// How often the epoch advances; a call's CPU bound is rounded up to whole ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 
+/// CPU time a call is given on top of its bound per MiB of input (a large request or
+/// response body): reading and rebuilding JSON costs about 25 ms a MiB; four times that.
+pub const CPU_PER_INPUT_MIB: Duration = Duration::from_millis(100);
+
 /// Limits every guest runs under (config: `sandbox:`).
 #[derive(Debug, Clone)]
 pub struct SandboxLimits {
@@ -18,6 +22,8 @@ pub struct SandboxLimits {
     pub memory_bytes: usize,
     /// Wall-clock CPU bound for one guest call.
     pub cpu_per_call: Duration,
+    /// Wall-clock bound for one guest call, time waiting in `fetch` included.
+    pub wall_per_call: Duration,
     /// Largest body or chunk list a guest may hand back.
     pub max_output_bytes: usize,
     /// Instance slots the pooling allocator reserves address space for (not memory).
@@ -29,6 +35,7 @@ impl Default for SandboxLimits {
         SandboxLimits {
             memory_bytes: 64 << 20,
             cpu_per_call: Duration::from_millis(500),
+            wall_per_call: Duration::from_secs(60),
             max_output_bytes: 32 << 20,
             pool_slots: 1000,
         }
@@ -36,10 +43,25 @@ impl Default for SandboxLimits {
 }
 
 impl SandboxLimits {
+    /// Memory an instance needs to translate a request body of `body_bytes`: the body as the
+    /// guest receives it, parsed, rebuilt and serialised (with growth slack), plus the guest's
+    /// own heap. The anthropic adapter needs about 7 times the body; tests/it/hostile.rs sends
+    /// the largest body the default config accepts through each built-in.
+    pub fn memory_to_translate(body_bytes: usize) -> usize {
+        body_bytes.saturating_mul(8).saturating_add(32 << 20)
+    }
+
     /// Epoch ticks to allow one call: the bound, rounded up, plus the tick already running.
     pub fn deadline_ticks(&self) -> u64 {
+        self.deadline_ticks_for(0)
+    }
+
+    /// Epoch ticks for a call handed `input_bytes`: the bound plus [`CPU_PER_INPUT_MIB`] for
+    /// each MiB it must read, so the largest body the gateway accepts can be translated.
+    pub fn deadline_ticks_for(&self, input_bytes: usize) -> u64 {
         let tick = EPOCH_TICK.as_nanos();
-        (self.cpu_per_call.as_nanos().div_ceil(tick) as u64).max(1) + 1
+        let extra = CPU_PER_INPUT_MIB.as_nanos() * input_bytes as u128 / (1 << 20);
+        ((self.cpu_per_call.as_nanos() + extra).div_ceil(tick) as u64).max(1) + 1
     }
 }
 
@@ -122,5 +144,6 @@ mod tests {
         assert_eq!(limits.deadline_ticks(), 3);
         limits.cpu_per_call = Duration::ZERO;
         assert_eq!(limits.deadline_ticks(), 2);
+        assert_eq!(limits.deadline_ticks_for(32 << 20), 640 + 1, "100 ms a MiB of input");
     }
 }

@@ -36,6 +36,8 @@ impl fmt::Display for GuestCall {
 pub enum SandboxCause {
     #[error("exceeded its CPU bound of {} ms per call", .0.as_millis())]
     CpuLimit(Duration),
+    #[error("ran longer than its wall-clock bound of {} ms per call (sandbox.wall_ms_per_call)", .0.as_millis())]
+    WallLimit(Duration),
     #[error("exceeded its memory cap of {} MiB", .0 >> 20)]
     MemoryLimit(usize),
     #[error("returned {bytes} bytes, over the {limit}-byte output cap")]

@@ -32,7 +32,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// exactly what an earlier version wrote (its hash is in the manifest); a file the operator
 /// edited, or wrote themselves, is left alone.
 pub fn write_bundled(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+    crate::private_fs::create_dir(dir)?;
     let manifest_path = dir.join(MANIFEST);
     let mut manifest: BTreeMap<String, String> = std::fs::read_to_string(&manifest_path)
         .map(|text| {

@@ -2,6 +2,7 @@
 //! from the first call to the last chunk; every call runs under the CPU deadline.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::component::ResourceAny;
@@ -39,8 +40,10 @@ impl AdapterSession {
     }
 
     pub async fn transform_request(&mut self, unified: &str) -> GuestResult<HttpRequest> {
-        let (store, world, session) = self.enter(GuestCall::TransformRequest)?;
-        let result = world.switchyard_adapter_adapter().session().call_transform_request(store, session, unified).await;
+        let (store, world, session, wall) = self.enter(GuestCall::TransformRequest, unified.len())?;
+        let result =
+            bounded(wall, world.switchyard_adapter_adapter().session().call_transform_request(store, session, unified))
+                .await;
         let out = self.settle(GuestCall::TransformRequest, result)?;
         self.retire_after_script_error(&out);
         if let Ok(request) = &out {
@@ -53,9 +56,12 @@ impl AdapterSession {
     }
 
     pub async fn transform_response(&mut self, response: &HttpResponse) -> GuestResult<String> {
-        let (store, world, session) = self.enter(GuestCall::TransformResponse)?;
-        let result =
-            world.switchyard_adapter_adapter().session().call_transform_response(store, session, response).await;
+        let (store, world, session, wall) = self.enter(GuestCall::TransformResponse, response.body.len())?;
+        let result = bounded(
+            wall,
+            world.switchyard_adapter_adapter().session().call_transform_response(store, session, response),
+        )
+        .await;
         let out = self.settle(GuestCall::TransformResponse, result)?;
         self.retire_after_script_error(&out);
         if let Ok(body) = &out {
@@ -65,9 +71,12 @@ impl AdapterSession {
     }
 
     pub async fn transform_stream_chunk(&mut self, event: &StreamEvent) -> GuestResult<StreamOutput> {
-        let (store, world, session) = self.enter(GuestCall::TransformStreamChunk)?;
-        let result =
-            world.switchyard_adapter_adapter().session().call_transform_stream_chunk(store, session, event).await;
+        let (store, world, session, wall) = self.enter(GuestCall::TransformStreamChunk, event.data.len())?;
+        let result = bounded(
+            wall,
+            world.switchyard_adapter_adapter().session().call_transform_stream_chunk(store, session, event),
+        )
+        .await;
         let out = self.settle(GuestCall::TransformStreamChunk, result)?;
         self.retire_after_script_error(&out);
         self.check_stream_output(GuestCall::TransformStreamChunk, &out)?;
@@ -75,8 +84,9 @@ impl AdapterSession {
     }
 
     pub async fn finish_stream(&mut self) -> GuestResult<StreamOutput> {
-        let (store, world, session) = self.enter(GuestCall::FinishStream)?;
-        let result = world.switchyard_adapter_adapter().session().call_finish_stream(store, session).await;
+        let (store, world, session, wall) = self.enter(GuestCall::FinishStream, 0)?;
+        let result =
+            bounded(wall, world.switchyard_adapter_adapter().session().call_finish_stream(store, session)).await;
         let out = self.settle(GuestCall::FinishStream, result)?;
         self.retire_after_script_error(&out);
         self.check_stream_output(GuestCall::FinishStream, &out)?;
@@ -103,14 +113,20 @@ impl AdapterSession {
         Ok(())
     }
 
-    /// Arms the CPU deadline and hands out what a guest call needs.
-    fn enter(&mut self, call: GuestCall) -> Result<(&mut Store<GuestState>, &AdapterWorld, ResourceAny), SandboxError> {
+    /// Arms the CPU deadline (scaled to the call's input) and hands out what a guest call
+    /// needs, with its wall-clock bound.
+    #[allow(clippy::type_complexity)]
+    fn enter(
+        &mut self,
+        call: GuestCall,
+        input_bytes: usize,
+    ) -> Result<(&mut Store<GuestState>, &AdapterWorld, ResourceAny, Duration), SandboxError> {
         if self.poisoned {
             return Err(self.adapter.sandbox_error(call, SandboxCause::Trap("instance already failed".into())));
         }
         let instance = self.instance.as_mut().expect("a session holds its instance until dropped");
-        instance.store.set_epoch_deadline(self.adapter.limits.deadline_ticks());
-        Ok((&mut instance.store, &instance.world, self.resource))
+        instance.store.set_epoch_deadline(self.adapter.limits.deadline_ticks_for(input_bytes));
+        Ok((&mut instance.store, &instance.world, self.resource, self.adapter.limits.wall_per_call))
     }
 
     /// A Lua script that failed may have left its state half-changed: its instance is not
@@ -122,13 +138,30 @@ impl AdapterSession {
     }
 
     /// A failed call poisons the instance and is named by cause.
-    fn settle<R>(&mut self, call: GuestCall, result: wasmtime::Result<R>) -> Result<R, SandboxError> {
-        result.map_err(|e| {
-            self.poisoned = true;
-            let state = self.instance.as_ref().expect("held until dropped").store.data();
-            self.adapter.sandbox_error(call, self.adapter.trap_cause(&e, state))
-        })
+    fn settle<R>(&mut self, call: GuestCall, result: Bounded<R>) -> Result<R, SandboxError> {
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => {
+                self.poisoned = true;
+                let state = self.instance.as_ref().expect("held until dropped").store.data();
+                Err(self.adapter.sandbox_error(call, self.adapter.trap_cause(&e, state)))
+            }
+            // Abandoned mid-call: the store is in no state to be used again.
+            Err(elapsed) => {
+                self.poisoned = true;
+                Err(self.adapter.sandbox_error(call, SandboxCause::WallLimit(elapsed)))
+            }
+        }
     }
+}
+
+/// A guest call's result, or the wall-clock bound it ran past.
+type Bounded<R> = Result<wasmtime::Result<R>, Duration>;
+
+/// Runs a guest call under its wall-clock bound. The CPU bound (epoch deadline) gives back time
+/// spent waiting in `fetch`; this one does not, so a guest that keeps fetching still ends.
+async fn bounded<R>(wall: Duration, call: impl Future<Output = wasmtime::Result<R>>) -> Bounded<R> {
+    tokio::time::timeout(wall, call).await.map_err(|_| wall)
 }
 
 /// How the Lua-compat component begins the message of an error the script itself caused.

@@ -9,7 +9,7 @@ use crate::plugin::{ErrorKind, SandboxError};
 /// Which timeout fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeoutPhase {
-    /// No response head within `first_byte_timeout_seconds`.
+    /// No first stream event within `first_byte_timeout_seconds`.
     FirstByte,
     /// A stream went silent for `idle_timeout_seconds`.
     Idle,
@@ -20,7 +20,7 @@ pub enum TimeoutPhase {
 impl std::fmt::Display for TimeoutPhase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            TimeoutPhase::FirstByte => "waiting for the response",
+            TimeoutPhase::FirstByte => "waiting for the first stream event",
             TimeoutPhase::Idle => "waiting for the next stream event",
             TimeoutPhase::Total => "for the whole request",
         })
@@ -43,6 +43,8 @@ pub enum AttemptError {
         status: Option<u16>,
         message: String,
         retry_after: Option<Duration>,
+        /// The upstream's own error code, passed on to the client.
+        code: Option<String>,
     },
     /// Connecting, sending or reading failed.
     #[error("source `{source_name}` could not be reached: {message}")]

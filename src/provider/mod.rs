@@ -14,8 +14,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use error::{AttemptError, TimeoutPhase};
-pub use stream::{ChunkStream, OnEnd};
-pub use tally::Tally;
+pub use stream::{ChunkStream, OnEnd, StreamEnd};
+pub use tally::{Tally, prompt_estimate};
 
 use crate::config::{Config, ModelConfig, SourceConfig, SourceName};
 use crate::plugin::{Adapter, GuestError, HttpRequest, HttpResponse, Operation, SourceContext};
@@ -78,6 +78,7 @@ impl Provider {
                         .connect_timeout(source.connect_timeout())
                         .pool_idle_timeout(Duration::from_secs(90))
                         .tcp_nodelay(true)
+                        .redirect(same_origin_redirects())
                         .build()?;
                     let limit = Arc::new(Semaphore::new(source.max_concurrent as usize));
                     Arc::new(Link { client, limit, shape })
@@ -106,7 +107,7 @@ impl Provider {
         let timeout = target.source.timeout();
         let started = tokio::time::Instant::now();
         let exchange = async {
-            let response = self.head(target, request).await?;
+            let response = self.send(target, request).await?;
             let head = started.elapsed();
             read_response(target, response).await.map(|r| (r, head))
         };
@@ -118,22 +119,21 @@ impl Provider {
         guest(target.source, session.transform_response(&response).await).map(|body| (body, head))
     }
 
-    /// Sends `request` and waits for the response head within the first-byte timeout.
-    async fn head(&self, target: &Target<'_>, request: HttpRequest) -> Result<reqwest::Response, AttemptError> {
-        let timeout = target.source.first_byte_timeout();
-        tokio::time::timeout(timeout, self.send(target, request)).await.map_err(|_| AttemptError::Timeout {
-            source_name: target.source.name.clone(),
-            phase: TimeoutPhase::FirstByte,
-            after: timeout,
-        })?
-    }
-
     /// A streaming request: resolves once the upstream answered 2xx; the stream then yields
-    /// unified chunks as upstream events arrive, holding the adapter session to the end.
+    /// unified chunks as upstream events arrive, holding the adapter session to the end. The
+    /// first event must come within the first-byte timeout of sending, the head included.
     pub async fn stream(&self, target: &Target<'_>, unified: &str) -> Result<ChunkStream, AttemptError> {
         let mut session = target.adapter.open_session(&target.context()).await?;
         let request = guest(target.source, session.transform_request(unified).await)?;
-        let response = self.head(target, request).await?;
+        let timeout = target.source.first_byte_timeout();
+        let first_event_by = tokio::time::Instant::now() + timeout;
+        let response = tokio::time::timeout_at(first_event_by, self.send(target, request)).await.map_err(|_| {
+            AttemptError::Timeout {
+                source_name: target.source.name.clone(),
+                phase: TimeoutPhase::FirstByte,
+                after: timeout,
+            }
+        })??;
         if !response.status().is_success() {
             let response = read_response(target, response).await?;
             return Err(match guest(target.source, session.transform_response(&response).await) {
@@ -144,11 +144,12 @@ impl Provider {
                     status: Some(response.status),
                     message: format!("upstream answered HTTP {}", response.status),
                     retry_after: None,
+                    code: None,
                 },
             });
         }
         let framing = session.adapter().metadata().stream_framing;
-        Ok(ChunkStream::new(session, framing::events(response, framing), target))
+        Ok(ChunkStream::new(session, framing::events(response, framing), target, first_event_by))
     }
 
     async fn send(&self, target: &Target<'_>, request: HttpRequest) -> Result<reqwest::Response, AttemptError> {
@@ -168,6 +169,24 @@ impl Provider {
         let client = &self.link(&target.source.name).client;
         client.request(method, url).headers(headers).body(request.body).send().await.map_err(|e| transport(target, &e))
     }
+}
+
+/// Redirects are followed only within the origin the adapter addressed: the adapter's
+/// credential headers (`x-api-key`, `x-goog-api-key`, custom ones) must never reach another host,
+/// and reqwest strips only `Authorization` and cookies on a cross-origin hop.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let origin =
+            |u: &reqwest::Url| (u.scheme().to_string(), u.host_str().map(str::to_string), u.port_or_known_default());
+        let first = attempt.previous().first().map(origin);
+        if attempt.previous().len() > 5 {
+            attempt.error("more than 5 redirects")
+        } else if first == Some(origin(attempt.url())) {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
 }
 
 async fn read_response(target: &Target<'_>, mut response: reqwest::Response) -> Result<HttpResponse, AttemptError> {
@@ -209,6 +228,7 @@ fn upstream(source: &SourceConfig, verdict: GuestError) -> AttemptError {
         status: verdict.status,
         message: scrub(source, &verdict.message),
         retry_after: verdict.retry_after_ms.map(Duration::from_millis),
+        code: verdict.code.map(|code| scrub(source, &code)),
     }
 }
 
@@ -226,10 +246,5 @@ fn transport(target: &Target<'_>, error: &reqwest::Error) -> AttemptError {
 
 /// Upstream messages sometimes echo the key they were sent; never pass it on.
 fn scrub(source: &SourceConfig, message: &str) -> String {
-    let key = source.api_key.expose();
-    if key.len() >= 8 && message.contains(key) {
-        message.replace(key, &source.api_key.masked())
-    } else {
-        message.to_string()
-    }
+    source.api_key.scrub(message)
 }

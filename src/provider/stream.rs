@@ -9,15 +9,25 @@ use std::time::Duration;
 
 use futures::stream::{BoxStream, Stream, StreamExt};
 
-use super::framing::EventStream;
+use super::framing::{EventStream, FrameError};
 use super::tally::Tally;
 use super::{AttemptError, Target, TimeoutPhase, guest};
 use crate::config::SourceConfig;
 use crate::plugin::{AdapterSession, StreamOutput};
 
-/// Called once when the stream ends: with its tally when complete, with the error when it
-/// broke (not when the client went away first), before the end reaches the client.
-pub type OnEnd = Box<dyn FnOnce(Result<Tally, &AttemptError>) + Send>;
+/// How a stream ended, for the books.
+pub enum StreamEnd<'a> {
+    /// The upstream signalled a complete end; its tally.
+    Complete(Tally),
+    /// It broke after its first chunk; what was generated up to then.
+    Failed(&'a AttemptError, Tally),
+    /// The client went away first; what was generated up to then.
+    Abandoned(Tally),
+}
+
+/// Called exactly once when the stream ends (see [`StreamEnd`]), before the end reaches the
+/// client; when the client hangs up, as the stream is dropped.
+pub type OnEnd = Box<dyn FnOnce(StreamEnd<'_>) + Send>;
 
 /// Unified chunks (`chat.completion.chunk` JSON); an `Err` item is final.
 pub struct ChunkStream {
@@ -27,6 +37,8 @@ pub struct ChunkStream {
     inner: BoxStream<'static, Result<String, AttemptError>>,
     tally: Tally,
     on_end: Option<OnEnd>,
+    /// Usage-only chunks are counted but not passed on (the client did not ask for them).
+    hide_usage: bool,
 }
 
 struct State {
@@ -37,6 +49,8 @@ struct State {
     /// The stream's whole-run bound (`stream_timeout_seconds`).
     deadline: tokio::time::Instant,
     total: Duration,
+    /// Until the first event has come, it must come by then (`first_byte_timeout_seconds`).
+    first_event_by: Option<(tokio::time::Instant, Duration)>,
     pending: VecDeque<String>,
     finished: bool,
 }
@@ -49,7 +63,8 @@ impl ChunkStream {
         match self.inner.next().await {
             Some(Err(e)) => Err(e),
             Some(Ok(chunk)) => {
-                self.inner = futures::stream::once(async { Ok(chunk) }).chain(self.inner).boxed();
+                let rest = std::mem::replace(&mut self.inner, futures::stream::empty().boxed());
+                self.inner = futures::stream::once(async { Ok(chunk) }).chain(rest).boxed();
                 Ok(self)
             }
             None => {
@@ -65,6 +80,13 @@ impl ChunkStream {
         self
     }
 
+    /// Counts usage-only chunks without passing them on: the gateway always asks the upstream
+    /// for usage (the books need it), a client gets the chunk only when it asked too.
+    pub fn hiding_usage(mut self, hide: bool) -> ChunkStream {
+        self.hide_usage = hide;
+        self
+    }
+
     /// A stream of chunks already in hand (an answer chosen after the fact, e.g. by a judge).
     pub fn replay(chunks: Vec<String>) -> ChunkStream {
         ChunkStream {
@@ -72,6 +94,7 @@ impl ChunkStream {
             permit: None,
             tally: Tally::default(),
             on_end: None,
+            hide_usage: false,
         }
     }
 
@@ -81,7 +104,12 @@ impl ChunkStream {
         self
     }
 
-    pub(super) fn new(session: AdapterSession, events: EventStream, target: &Target<'_>) -> ChunkStream {
+    pub(super) fn new(
+        session: AdapterSession,
+        events: EventStream,
+        target: &Target<'_>,
+        first_event_by: tokio::time::Instant,
+    ) -> ChunkStream {
         let total = target.source.stream_timeout();
         let state = State {
             session,
@@ -90,6 +118,7 @@ impl ChunkStream {
             idle: target.source.idle_timeout(),
             deadline: tokio::time::Instant::now() + total,
             total,
+            first_event_by: Some((first_event_by, target.source.first_byte_timeout())),
             pending: VecDeque::new(),
             finished: false,
         };
@@ -98,6 +127,7 @@ impl ChunkStream {
             permit: None,
             tally: Tally::default(),
             on_end: None,
+            hide_usage: false,
         }
     }
 }
@@ -106,21 +136,36 @@ impl Stream for ChunkStream {
     type Item = Result<String, AttemptError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let item = std::task::ready!(self.inner.poll_next_unpin(cx));
-        match &item {
-            Some(Ok(chunk)) => self.tally.add_chunk(chunk),
-            Some(Err(e)) => {
-                if let Some(f) = self.on_end.take() {
-                    f(Err(e));
+        loop {
+            let item = std::task::ready!(self.inner.poll_next_unpin(cx));
+            match &item {
+                Some(Ok(chunk)) => {
+                    let usage_only = self.tally.add_chunk(chunk);
+                    if usage_only && self.hide_usage {
+                        continue;
+                    }
+                }
+                Some(Err(e)) => {
+                    if let Some(f) = self.on_end.take() {
+                        f(StreamEnd::Failed(e, std::mem::take(&mut self.tally)));
+                    }
+                }
+                None => {
+                    if let Some(f) = self.on_end.take() {
+                        f(StreamEnd::Complete(std::mem::take(&mut self.tally)));
+                    }
                 }
             }
-            None => {
-                if let Some(f) = self.on_end.take() {
-                    f(Ok(std::mem::take(&mut self.tally)));
-                }
-            }
+            return Poll::Ready(item);
         }
-        Poll::Ready(item)
+    }
+}
+
+impl Drop for ChunkStream {
+    fn drop(&mut self) {
+        if let Some(f) = self.on_end.take() {
+            f(StreamEnd::Abandoned(std::mem::take(&mut self.tally)));
+        }
     }
 }
 
@@ -149,15 +194,30 @@ async fn next(mut st: State) -> Option<(Result<String, AttemptError>, State)> {
 async fn step(st: &mut State) -> Result<StreamOutput, AttemptError> {
     let source = &st.source;
     let idle_at = tokio::time::Instant::now() + st.idle;
-    match tokio::time::timeout_at(idle_at.min(st.deadline), st.events.next()).await {
-        Err(_) => {
-            let (phase, after) =
-                if idle_at < st.deadline { (TimeoutPhase::Idle, st.idle) } else { (TimeoutPhase::Total, st.total) };
-            Err(AttemptError::Timeout { source_name: source.name.clone(), phase, after })
-        }
-        Ok(Some(Err(message))) => Err(AttemptError::Transport {
+    let mut limit = if idle_at < st.deadline {
+        (idle_at, TimeoutPhase::Idle, st.idle)
+    } else {
+        (st.deadline, TimeoutPhase::Total, st.total)
+    };
+    if let Some((by, after)) = st.first_event_by.take()
+        && by <= limit.0
+    {
+        limit = (by, TimeoutPhase::FirstByte, after);
+    }
+    let (at, phase, after) = limit;
+    match tokio::time::timeout_at(at, st.events.next()).await {
+        Err(_) => Err(AttemptError::Timeout { source_name: source.name.clone(), phase, after }),
+        Ok(Some(Err(FrameError::Transport(message)))) => Err(AttemptError::Transport {
             source_name: source.name.clone(),
             message: format!("stream broke: {message}"),
+        }),
+        Ok(Some(Err(FrameError::Invalid(message)))) => Err(AttemptError::Upstream {
+            source_name: source.name.clone(),
+            kind: crate::plugin::ErrorKind::InvalidResponse,
+            status: None,
+            message: format!("the upstream's stream is malformed: {message}"),
+            retry_after: None,
+            code: None,
         }),
         Ok(Some(Ok(event))) => guest(source, st.session.transform_stream_chunk(&event).await),
         Ok(None) => guest(source, st.session.finish_stream().await).map(|out| StreamOutput { done: true, ..out }),

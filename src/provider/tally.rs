@@ -4,6 +4,10 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+/// Tool calls one answer may carry in the books; an upstream's index is untrusted input, and
+/// calls past this bound are left out of the tally (the client still gets them).
+const MAX_TOOL_CALLS: usize = 128;
+
 /// Tokens and the assistant's message, from a whole response or summed over stream chunks.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Tally {
@@ -12,7 +16,13 @@ pub struct Tally {
     /// Prompt tokens served from the upstream's cache, when it says.
     pub cached_tokens: Option<u64>,
     total_tokens: Option<u64>,
+    /// The upstream reported usage; without it the tokens are an estimate.
+    usage_seen: bool,
+    /// Whether `prompt_tokens`/`completion_tokens` are the gateway's estimate.
+    pub estimated: bool,
     content: String,
+    /// Bytes of reasoning text (counted, not kept).
+    reasoning_bytes: usize,
     /// (id, name, arguments) by tool-call index.
     tool_calls: Vec<(String, String, String)>,
 }
@@ -40,7 +50,7 @@ struct Function {
 
 #[derive(Deserialize)]
 struct ToolCall {
-    index: Option<usize>,
+    index: Option<u64>,
     id: Option<String>,
     #[serde(default)]
     function: Function,
@@ -50,6 +60,7 @@ struct ToolCall {
 struct Message {
     /// A string in every unified answer; anything else is left uncounted, not fatal.
     content: Option<Value>,
+    reasoning_content: Option<Value>,
     #[serde(default)]
     tool_calls: Vec<ToolCall>,
 }
@@ -76,22 +87,29 @@ impl Tally {
         tally
     }
 
-    /// One unified stream chunk.
-    pub fn add_chunk(&mut self, json: &str) {
-        self.add(json, |choice| choice.delta);
+    /// One unified stream chunk; true when it carries only usage (OpenAI's last chunk with
+    /// `stream_options.include_usage`), which a client that did not ask for it is not sent.
+    pub fn add_chunk(&mut self, json: &str) -> bool {
+        self.add(json, |choice| choice.delta)
     }
 
-    fn add(&mut self, json: &str, part: fn(Choice) -> Option<Message>) {
-        let Ok(view) = serde_json::from_str::<View>(json) else { return };
+    fn add(&mut self, json: &str, part: fn(Choice) -> Option<Message>) -> bool {
+        let Ok(view) = serde_json::from_str::<View>(json) else { return false };
+        let usage_only = view.choices.is_empty() && view.usage.is_some();
         if let Some(u) = view.usage {
             (self.prompt_tokens, self.completion_tokens, self.total_tokens) =
                 (u.prompt_tokens, u.completion_tokens, u.total_tokens);
             self.cached_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
+            self.usage_seen = true;
         }
-        let Some(message) = view.choices.into_iter().next().and_then(part) else { return };
+        let Some(message) = view.choices.into_iter().next().and_then(part) else { return usage_only };
         self.content.push_str(message.content.as_ref().and_then(Value::as_str).unwrap_or_default());
+        self.reasoning_bytes += message.reasoning_content.as_ref().and_then(Value::as_str).map_or(0, str::len);
         for (position, call) in message.tool_calls.into_iter().enumerate() {
-            let index = call.index.unwrap_or(position);
+            let index = call.index.map_or(position, |i| usize::try_from(i).unwrap_or(usize::MAX));
+            if index >= MAX_TOOL_CALLS {
+                continue;
+            }
             if self.tool_calls.len() <= index {
                 self.tool_calls.resize(index + 1, Default::default());
             }
@@ -104,11 +122,27 @@ impl Tally {
             }
             slot.2.push_str(call.function.arguments.as_deref().unwrap_or_default());
         }
+        false
+    }
+
+    /// When the upstream reported no usage, estimates it (about 4 bytes of text a token):
+    /// `prompt_estimate` for the request, the text generated so far for the completion.
+    pub fn settle(&mut self, prompt_estimate: u64) {
+        if self.usage_seen {
+            return;
+        }
+        let generated = self.content.len()
+            + self.reasoning_bytes
+            + self.tool_calls.iter().map(|(id, name, args)| id.len() + name.len() + args.len()).sum::<usize>();
+        self.prompt_tokens = prompt_estimate;
+        self.completion_tokens = (generated as u64).div_ceil(BYTES_PER_TOKEN);
+        self.total_tokens = None;
+        self.estimated = true;
     }
 
     /// Tokens the answer used: the upstream's total, or prompt + completion.
     pub fn tokens(&self) -> u64 {
-        self.total_tokens.unwrap_or(self.prompt_tokens + self.completion_tokens)
+        self.total_tokens.unwrap_or(self.prompt_tokens.saturating_add(self.completion_tokens))
     }
 
     /// The assistant message as a client would send it back in its next turn.
@@ -123,6 +157,26 @@ impl Tally {
         }
         message
     }
+}
+
+/// The rough size of a token in bytes of text, for estimates.
+const BYTES_PER_TOKEN: u64 = 4;
+/// What an image in a request is estimated at (a low-detail image's cost at OpenAI).
+const TOKENS_PER_IMAGE: u64 = 85;
+
+/// Estimated prompt tokens of a unified request: its text at about 4 bytes a token, each
+/// inline (base64) image at a flat rate instead of its encoded size. One linear scan.
+pub fn prompt_estimate(unified: &str) -> u64 {
+    const MARK: &str = ";base64,";
+    let (mut text, mut images, mut rest) = (0usize, 0u64, unified);
+    while let Some(at) = rest.find(MARK) {
+        text += at;
+        images += 1;
+        let data = &rest[at + MARK.len()..];
+        rest = &data[data.find('"').unwrap_or(data.len())..];
+    }
+    text += rest.len();
+    (text as u64).div_ceil(BYTES_PER_TOKEN) + images * TOKENS_PER_IMAGE
 }
 
 #[cfg(test)]
@@ -148,6 +202,41 @@ mod tests {
         assert_eq!(streamed, whole);
         assert_eq!(streamed.tokens(), 21);
         assert_eq!(streamed.assistant_message()["tool_calls"][0]["function"]["arguments"], "{\"city\":1}");
+    }
+
+    #[test]
+    fn hostile_tool_call_indexes_are_left_out_not_allocated() {
+        let mut t = Tally::default();
+        for index in ["100000000000000", "18446744073709551615", "127"] {
+            t.add_chunk(&format!(
+                r#"{{"choices":[{{"delta":{{"tool_calls":[{{"index":{index},"function":{{"name":"f","arguments":"x"}}}}]}}}}]}}"#
+            ));
+        }
+        let calls = t.assistant_message()["tool_calls"].as_array().unwrap().len();
+        assert_eq!(calls, 128, "only the in-bounds index 127 makes room");
+        t.add_chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":-1}]}}]}"#);
+        assert_eq!(t.tokens(), 0);
+    }
+
+    #[test]
+    fn without_usage_the_books_get_an_estimate_marked_as_such() {
+        let mut t = Tally::default();
+        assert!(!t.add_chunk(r#"{"choices":[{"delta":{"content":"abcdefgh","reasoning_content":"1234"}}]}"#));
+        t.settle(7);
+        assert_eq!((t.prompt_tokens, t.completion_tokens, t.tokens(), t.estimated), (7, 3, 10, true));
+
+        let mut t = Tally::default();
+        assert!(t.add_chunk(r#"{"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1}}"#));
+        t.settle(7);
+        assert_eq!((t.tokens(), t.estimated), (3, false), "reported usage is never replaced");
+    }
+
+    #[test]
+    fn prompt_estimates_count_text_and_price_inline_images_flat() {
+        let text = r#"{"messages":[{"role":"user","content":"0123456789abcdef"}]}"#;
+        assert_eq!(prompt_estimate(text), (text.len() as u64).div_ceil(4));
+        let image = format!(r#"{{"url":"data:image/png;base64,{}"}}"#, "A".repeat(1 << 20));
+        assert!(prompt_estimate(&image) < 100, "{}", prompt_estimate(&image));
     }
 
     #[test]

@@ -28,7 +28,7 @@ impl Default for AffinityPolicy {
 
 impl AffinityPolicy {
     pub fn ttl(&self) -> Duration {
-        Duration::from_secs(self.ttl_minutes * 60)
+        Duration::from_secs(self.ttl_minutes.saturating_mul(60))
     }
 }
 

@@ -37,6 +37,10 @@ pub struct CooldownPolicy {
     pub auth_ms: u64,
     pub rate_limit_ms: u64,
     pub quota_cap_ms: u64,
+    /// A cooling slot admits a probe this long after its window opened (or half the window,
+    /// if sooner), and each failed probe opens a new window: a recovered source is back in
+    /// use within about this long, whatever its backoff has grown to.
+    pub probe_after_ms: u64,
 }
 
 impl Default for CooldownPolicy {
@@ -49,7 +53,14 @@ impl Default for CooldownPolicy {
             auth_ms: 600_000,
             rate_limit_ms: 30_000,
             quota_cap_ms: 1_800_000,
+            probe_after_ms: 15_000,
         }
+    }
+}
+
+impl CooldownPolicy {
+    pub fn probe_after(&self) -> Duration {
+        Duration::from_millis(self.probe_after_ms)
     }
 }
 
@@ -69,11 +80,18 @@ pub struct Window {
     pub start: UnixMs,
     /// `None`: until cleared.
     pub until: Option<UnixMs>,
+    /// No probe before this (an upstream's Retry-After is honoured to the end).
+    #[serde(default)]
+    pub no_probe_before: Option<UnixMs>,
 }
 
 impl Window {
-    pub fn probe_from(&self) -> Option<UnixMs> {
-        self.until.map(|until| UnixMs(self.start.0 + (until.0 - self.start.0) / 2))
+    /// When the window admits probes: halfway through, or `probe_after` in if sooner (a
+    /// window without an end too).
+    pub fn probe_from(&self, probe_after: Duration) -> UnixMs {
+        let half = self.until.map_or(u64::MAX, |until| (until.0 - self.start.0) / 2);
+        let from = UnixMs(self.start.0 + half.min(probe_after.as_millis() as u64));
+        self.no_probe_before.map_or(from, |t| from.max(t))
     }
 }
 
@@ -91,14 +109,14 @@ pub fn probe_budget(max_concurrent: u32) -> u32 {
 }
 
 impl SlotHealth {
-    pub fn admission(&self, now: UnixMs, max_concurrent: u32) -> Admission {
+    pub fn admission(&self, now: UnixMs, max_concurrent: u32, probe_after: Duration) -> Admission {
         let Some(window) = self.window else { return Admission::Healthy };
         match window.until {
             Some(until) if now >= until => Admission::Healthy,
-            _ => match window.probe_from() {
-                Some(from) if now >= from && self.probes_in_flight < probe_budget(max_concurrent) => Admission::Probe,
-                _ => Admission::Closed,
-            },
+            _ if now >= window.probe_from(probe_after) && self.probes_in_flight < probe_budget(max_concurrent) => {
+                Admission::Probe
+            }
+            _ => Admission::Closed,
         }
     }
 
@@ -135,7 +153,12 @@ impl SlotHealth {
                 Some(ms.min(policy.quota_cap_ms))
             }
         };
-        self.window = Some(Window { start: now, until: rest.map(|ms| now.plus(Duration::from_millis(ms))) });
+        let no_probe_before = match failure {
+            Failure::RateLimited { retry_after: Some(wait) } => Some(now.plus(wait)),
+            _ => None,
+        };
+        self.window =
+            Some(Window { start: now, until: rest.map(|ms| now.plus(Duration::from_millis(ms))), no_probe_before });
         self.probes_in_flight = 0;
     }
 }
@@ -145,6 +168,7 @@ mod tests {
     use super::*;
 
     const T0: UnixMs = UnixMs(1_000_000);
+    const P: Duration = Duration::from_secs(15);
     fn s(secs: u64) -> Duration {
         Duration::from_secs(secs)
     }
@@ -189,14 +213,14 @@ mod tests {
         let policy = CooldownPolicy::default();
         let mut h = SlotHealth::default();
         h.on_failure(Failure::RateLimited { retry_after: None }, T0, &policy);
-        assert_eq!(h.admission(T0.plus(s(14)), 10), Admission::Closed);
-        assert_eq!(h.admission(T0.plus(s(15)), 10), Admission::Probe);
+        assert_eq!(h.admission(T0.plus(s(14)), 10, P), Admission::Closed);
+        assert_eq!(h.admission(T0.plus(s(15)), 10, P), Admission::Probe);
         h.probes_in_flight = 1;
-        assert_eq!(h.admission(T0.plus(s(16)), 10), Admission::Closed, "max_concurrent 10 → 1 probe");
-        assert_eq!(h.admission(T0.plus(s(16)), 25), Admission::Probe, "max_concurrent 25 → 2 probes");
+        assert_eq!(h.admission(T0.plus(s(16)), 10, P), Admission::Closed, "max_concurrent 10 → 1 probe");
+        assert_eq!(h.admission(T0.plus(s(16)), 25, P), Admission::Probe, "max_concurrent 25 → 2 probes");
         h.probes_in_flight = 2;
-        assert_eq!(h.admission(T0.plus(s(16)), 100), Admission::Closed, "never more than 2");
-        assert_eq!(h.admission(T0.plus(s(30)), 10), Admission::Healthy, "the window has passed");
+        assert_eq!(h.admission(T0.plus(s(16)), 100, P), Admission::Closed, "never more than 2");
+        assert_eq!(h.admission(T0.plus(s(30)), 10, P), Admission::Healthy, "the window has passed");
         assert_eq!(
             (probe_budget(1), probe_budget(10), probe_budget(19), probe_budget(20), probe_budget(500)),
             (1, 1, 1, 2, 2)
@@ -209,13 +233,25 @@ mod tests {
         let mut h = SlotHealth::default();
         h.on_failure(Failure::Transient, T0, &policy);
         let probe_at = T0.plus(s(3));
-        assert_eq!(h.admission(probe_at, 10), Admission::Probe);
+        assert_eq!(h.admission(probe_at, 10, P), Admission::Probe);
         h.on_failure(Failure::Transient, probe_at, &policy);
         assert_eq!(h.window.unwrap().start, probe_at);
         assert_eq!(until(&h), 10);
         h.on_success();
         assert_eq!(h, SlotHealth::default());
-        assert_eq!(h.admission(probe_at, 10), Admission::Healthy);
+        assert_eq!(h.admission(probe_at, 10, P), Admission::Healthy);
+    }
+
+    #[test]
+    fn a_long_window_admits_a_probe_after_probe_after_not_halfway() {
+        let policy = CooldownPolicy::default();
+        let mut h = SlotHealth::default();
+        for _ in 0..7 {
+            h.on_failure(Failure::Transient, T0, &policy);
+        }
+        assert_eq!(until(&h), 300);
+        assert_eq!(h.admission(T0.plus(s(14)), 10, P), Admission::Closed);
+        assert_eq!(h.admission(T0.plus(s(15)), 10, P), Admission::Probe, "not at 150 s");
     }
 
     #[test]
@@ -224,7 +260,7 @@ mod tests {
         let mut h = SlotHealth::default();
         h.on_failure(Failure::Transient, T0, &keyway);
         h.on_failure(Failure::Transient, T0, &keyway);
-        assert_eq!(h.admission(T0, 10), Admission::Healthy, "two failures do not trip it");
+        assert_eq!(h.admission(T0, 10, P), Admission::Healthy, "two failures do not trip it");
         h.on_failure(Failure::Transient, T0, &keyway);
         assert_eq!(until(&h), 60);
 
@@ -239,6 +275,7 @@ mod tests {
         assert_eq!(seen, [1, 3, 5, 10, 15]);
         h.on_failure(Failure::Transient, T0, &parrot);
         assert_eq!(h.window.unwrap().until, None, "0 = until cleared");
-        assert_eq!(h.admission(T0.plus(s(86_400)), 10), Admission::Closed);
+        assert_eq!(h.admission(T0.plus(s(14)), 10, P), Admission::Closed);
+        assert_eq!(h.admission(T0.plus(s(86_400)), 10, P), Admission::Probe, "cleared by a probe");
     }
 }

@@ -96,6 +96,9 @@ pub fn classify(error: &AttemptError) -> Option<Failure> {
                 Some(Failure::Transient)
             }
         },
+        // Translating this client's request broke the sandbox (a body too big for the memory
+        // cap, say): the request's doing, not the source's, so nothing cools.
+        AttemptError::Sandbox(e) if e.call == crate::plugin::GuestCall::TransformRequest => None,
         AttemptError::Sandbox(_)
         | AttemptError::BadAdapterOutput { .. }
         | AttemptError::Transport { .. }
@@ -139,6 +142,8 @@ struct Inner {
     affinity: AffinityTable,
     usage: HashMap<QuotaKey, Usage>,
     key_usage: HashMap<(KeyName, Period), Usage>,
+    /// Tokens set aside for each key's calls in flight (not persisted: they end with the process).
+    key_reserved: HashMap<KeyName, u64>,
     rpm: HashMap<SourceName, rpm::RpmWindow>,
     binds_since_prune: u32,
 }
@@ -179,9 +184,9 @@ impl Scheduler {
     }
 
     /// Orders `planned` for a request for `model`: spent quotas and closed cooldowns are left
-    /// out; tiers go in order; within a tier healthy candidates (ordered by the channel
-    /// selection) come before probes; the candidate bound to `fingerprint` goes first when it
-    /// is healthy.
+    /// out; tiers go in order; within a tier a due probe comes first, then the healthy
+    /// candidates ordered by the channel selection; the candidate bound to `fingerprint` goes
+    /// first when it is healthy.
     pub fn plan<'a>(&self, planned: Vec<Planned<'a>>, model: &str, fingerprint: Option<&str>) -> Plan<'a> {
         let now = self.clock.now();
         let roll = self.rng.lock().expect("rng lock").f64();
@@ -210,7 +215,9 @@ impl Scheduler {
             let health = inner.health.get(&key);
             let candidate = Candidate { resolved: p.resolved, tier: p.tier, quota: p.quota, probe: false };
             let (healthy, probes) = tiers.entry(p.tier).or_default();
-            match health.map_or(Admission::Healthy, |h| h.admission(now, p.resolved.source.max_concurrent)) {
+            let probe_after = self.policy.cooldown.probe_after();
+            match health.map_or(Admission::Healthy, |h| h.admission(now, p.resolved.source.max_concurrent, probe_after))
+            {
                 Admission::Healthy => healthy.push(candidate),
                 Admission::Probe => probes.push(Candidate { probe: true, ..candidate }),
                 Admission::Closed => {
@@ -221,10 +228,13 @@ impl Scheduler {
             seen.insert(key);
         }
         let mut candidates = Vec::new();
+        // A due probe leads its tier: behind healthy candidates it would never run while they
+        // serve, and a recovered source would wait out its whole backoff. A failed probe opens
+        // a new window, so a slot leads at most once per `probe_after`.
         for (_, (mut healthy, probes)) in tiers {
             self.order_tier(&mut healthy, &inner, model, roll, now);
-            candidates.extend(healthy);
             candidates.extend(probes);
+            candidates.extend(healthy);
         }
         let mut affinity_hit = false;
         if let Some(fp) = fingerprint.filter(|_| self.policy.affinity.enabled)
@@ -264,7 +274,7 @@ impl Scheduler {
         let mut inner = self.lock();
         match inner.health.get_mut(key) {
             None => true,
-            Some(h) => match h.admission(now, max_concurrent) {
+            Some(h) => match h.admission(now, max_concurrent, self.policy.cooldown.probe_after()) {
                 Admission::Probe => {
                     h.probes_in_flight += 1;
                     true
@@ -356,6 +366,32 @@ impl Scheduler {
     pub fn key_used(&self, key: &KeyName, period: Period) -> u64 {
         let now = self.clock.now();
         self.lock().key_usage.get(&(key.clone(), period)).map_or(0, |u| u.used(period, now))
+    }
+
+    /// Admits another call for `key` when its used tokens plus those its calls in flight set
+    /// aside stay under `quota`, and sets `tokens` aside for it; otherwise (used, reserved).
+    /// A key can so overrun its quota by at most one call's worth, however many run at once.
+    pub fn reserve_key(&self, key: &KeyName, quota: Quota, tokens: u64) -> Result<(), (u64, u64)> {
+        let now = self.clock.now();
+        let mut inner = self.lock();
+        let used = inner.key_usage.get(&(key.clone(), quota.period)).map_or(0, |u| u.used(quota.period, now));
+        let reserved = inner.key_reserved.entry(key.clone()).or_default();
+        if used.saturating_add(*reserved) >= quota.tokens {
+            return Err((used, *reserved));
+        }
+        *reserved = reserved.saturating_add(tokens);
+        Ok(())
+    }
+
+    /// Gives back what [`Scheduler::reserve_key`] set aside.
+    pub fn release_key(&self, key: &KeyName, tokens: u64) {
+        let mut inner = self.lock();
+        if let Some(reserved) = inner.key_reserved.get_mut(key) {
+            *reserved = reserved.saturating_sub(tokens);
+            if *reserved == 0 {
+                inner.key_reserved.remove(key);
+            }
+        }
     }
 
     /// Counts `tokens` against gateway key `key`'s quota window.

@@ -53,7 +53,7 @@ fn key(source: &str, model: &str) -> SlotKey {
 }
 
 #[test]
-fn tiers_go_in_order_and_probes_wait_behind_the_healthy_of_their_tier() {
+fn tiers_go_in_order_and_a_due_probe_leads_its_tier() {
     let c = config("channel_selection: order", "auto:\n  - {model: m, tier: 1}\n  - {model: big, tier: 2}\n");
     let (s, clock) = scheduler(&c);
     assert_eq!(order(&s, &c, "AUTO", None), ["a/m", "b/m", "c/m", "a/big", "b/big"]);
@@ -65,13 +65,13 @@ fn tiers_go_in_order_and_probes_wait_behind_the_healthy_of_their_tier() {
     assert_eq!(plan.skipped[0].reason, SkipReason::Cooling { until: Some(UnixMs(T0 + 5_000)) });
 
     clock.advance(Duration::from_millis(2_500));
-    assert_eq!(order(&s, &c, "AUTO", None), ["b/m", "c/m", "a/m?", "b/big", "a/big?"], "probes last in their tier");
+    assert_eq!(order(&s, &c, "AUTO", None), ["a/m?", "b/m", "c/m", "a/big?", "b/big"], "probes first in their tier");
     assert!(s.admit_probe(&key("a", "m"), 10));
     assert!(!s.admit_probe(&key("a", "m"), 10), "max_concurrent 10 → one probe at a time");
-    assert_eq!(order(&s, &c, "AUTO", None), ["b/m", "c/m", "b/big", "a/big?"], "its probe place is taken");
+    assert_eq!(order(&s, &c, "AUTO", None), ["b/m", "c/m", "a/big?", "b/big"], "its probe place is taken");
     s.release_probe(&key("a", "m"));
     s.record_success(&key("a", "m"), Timing::default());
-    assert_eq!(order(&s, &c, "AUTO", None), ["a/m", "b/m", "c/m", "b/big", "a/big?"], "a probe success heals at once");
+    assert_eq!(order(&s, &c, "AUTO", None), ["a/m", "b/m", "c/m", "a/big?", "b/big"], "a probe success heals at once");
 }
 
 #[test]
@@ -112,7 +112,7 @@ fn the_bound_candidate_goes_first_unless_it_is_cooling() {
     clock.advance(Duration::from_millis(2_600));
     let plan = s.plan(candidates(&c, "m"), "m", Some("fp1"));
     assert!(!plan.affinity_hit, "a probe is not 'available': affinity never overrides a cooldown");
-    assert_eq!(order(&s, &c, "m", Some("fp1")), ["a/m", "b/m", "c/m?"]);
+    assert_eq!(order(&s, &c, "m", Some("fp1")), ["c/m?", "a/m", "b/m"], "led as a probe, not as the binding");
 
     s.record_success(&key("c", "m"), Timing::default());
     clock.advance(Duration::from_secs(30 * 60));

@@ -1,7 +1,8 @@
 //! What an attempt leaves behind: a request-log row for every attempt, and for a served answer
-//! its tokens against quotas and the binding of the conversation's next turn (or, for a stream
-//! that broke after its first chunk, a cooled slot).
+//! its tokens against quotas (also when it broke or the client left) and the binding of the
+//! conversation's next turn (or, for a stream that broke after its first chunk, a cooled slot).
 
+use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,9 +10,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::Gateway;
+use super::admission::Reservation;
 use super::error::ApiError;
 use crate::config::KeyName;
-use crate::provider::{AttemptError, Tally};
+use crate::provider::{AttemptError, StreamEnd};
 use crate::scheduler::{self, Period, SlotKey};
 use crate::state::LogRow;
 
@@ -57,7 +59,7 @@ impl LogContext {
 fn fill_error(row: &mut LogRow, error: &AttemptError) {
     let api = ApiError::from(error);
     row.status = Some(api.status.as_u16());
-    row.error = Some(api.code.unwrap_or(api.kind).to_string());
+    row.error = Some(api.code.map_or(api.kind.to_string(), Cow::into_owned));
     row.message = Some(api.message);
 }
 
@@ -72,7 +74,10 @@ pub struct Books {
     pub started: Instant,
     pub first_byte: Duration,
     pub affinity_hit: bool,
-    closed: bool,
+    /// The request's prompt tokens as estimated, for when the upstream reports none.
+    pub prompt_estimate: u64,
+    /// The key's tokens set aside for this call, given back once the real ones are counted.
+    _reservation: Reservation,
 }
 
 impl Books {
@@ -86,52 +91,61 @@ impl Books {
         started: Instant,
         first_byte: Duration,
         affinity_hit: bool,
+        prompt_estimate: u64,
+        reservation: Reservation,
     ) -> Books {
-        Books { gw, slot, periods, bind, log, started, first_byte, affinity_hit, closed: false }
+        Books {
+            gw,
+            slot,
+            periods,
+            bind,
+            log,
+            started,
+            first_byte,
+            affinity_hit,
+            prompt_estimate,
+            _reservation: reservation,
+        }
     }
 
-    /// Closes the books: usage, binding and the log row, journaled when this returns.
-    pub fn close(mut self, end: Result<Tally, &AttemptError>) {
-        self.closed = true;
+    /// Closes the books: tokens (the upstream's, or an estimate when it reported none) against
+    /// the quotas, the binding of the next turn, and the log row, journaled when this returns.
+    /// Whatever was generated is charged, also when the stream broke or the client left.
+    pub fn close(mut self, end: StreamEnd<'_>) {
         let mut row = self.log.row(&self.gw, &self.slot, self.started);
         row.first_byte_ms = Some(self.first_byte.as_millis() as u64);
         row.affinity_hit = self.affinity_hit;
-        match end {
-            Ok(tally) => {
+        let (mut tally, bind) = match end {
+            StreamEnd::Complete(tally) => {
                 row.status = Some(200);
-                row.tokens_in = Some(tally.prompt_tokens);
-                row.tokens_out = Some(tally.completion_tokens);
-                row.tokens_cached = tally.cached_tokens;
-                let fingerprint = self.bind.take().map(|(key, ip, last)| {
-                    scheduler::fingerprint(key.as_str(), &ip.to_string(), [&last, &tally.assistant_message()])
-                });
-                self.gw.scheduler.completed(&self.slot, tally.tokens(), &self.periods, fingerprint);
-                if let Some(period) = self.log.key_period {
-                    self.gw.scheduler.add_key_usage(&self.log.key, period, tally.tokens());
-                }
+                (tally, self.bind.take())
             }
-            Err(e) => {
+            StreamEnd::Abandoned(tally) => {
+                row.status = Some(499);
+                row.error = Some("client_closed".into());
+                (tally, None)
+            }
+            StreamEnd::Failed(e, tally) => {
                 if let Some(failure) = scheduler::classify(e) {
                     tracing::warn!(slot = %self.slot, "stream broke after its first chunk: {e}");
                     self.gw.scheduler.record_failure(&self.slot, failure);
                 }
                 fill_error(&mut row, e);
+                (tally, None)
             }
+        };
+        tally.settle(self.prompt_estimate);
+        row.tokens_in = Some(tally.prompt_tokens);
+        row.tokens_out = Some(tally.completion_tokens);
+        row.tokens_cached = tally.cached_tokens;
+        row.usage_estimated = tally.estimated;
+        let fingerprint = bind.map(|(key, ip, last)| {
+            scheduler::fingerprint(key.as_str(), &ip.to_string(), [&last, &tally.assistant_message()])
+        });
+        self.gw.scheduler.completed(&self.slot, tally.tokens(), &self.periods, fingerprint);
+        if let Some(period) = self.log.key_period {
+            self.gw.scheduler.add_key_usage(&self.log.key, period, tally.tokens());
         }
         self.gw.log(row);
-    }
-}
-
-impl Drop for Books {
-    /// The client went away before the answer ended.
-    fn drop(&mut self) {
-        if !self.closed {
-            let mut row = self.log.row(&self.gw, &self.slot, self.started);
-            row.first_byte_ms = Some(self.first_byte.as_millis() as u64);
-            row.affinity_hit = self.affinity_hit;
-            row.status = Some(499);
-            row.error = Some("client_closed".into());
-            self.gw.log(row);
-        }
     }
 }

@@ -1,6 +1,7 @@
 //! `POST /v1/chat/completions`: authenticate, validate, dispatch, and answer as JSON or as
 //! SSE ending in `data: [DONE]`.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 
 use axum::body::{Body, Bytes};
@@ -27,11 +28,14 @@ async fn handle(mut incoming: Incoming, request_id: String) -> Result<Response, 
     if request.messages.is_empty() {
         return Err(ApiError::invalid_request("`messages` must contain at least one message").param("messages"));
     }
-    // The adapter receives the client's body as sent: validated, never re-encoded.
-    let unified = std::str::from_utf8(&bytes).map_err(|_| ApiError::invalid_request("request body is not UTF-8"))?;
+    // The adapter receives the client's body as sent (validated, not re-encoded), except that a
+    // stream always asks for usage: the books need it whatever the client wants to see.
+    let sent = std::str::from_utf8(&bytes).map_err(|_| ApiError::invalid_request("request body is not UTF-8"))?;
+    let hide_usage = request.streaming() && !request.wants_stream_usage();
+    let unified = if hide_usage { asking_for_usage(sent, request.stream_options.is_some()) } else { sent.into() };
     let call = Call {
         model: &request.model,
-        unified,
+        unified: &unified,
         stream: request.streaming(),
         kind: ModelKind::Chat,
         client_ip,
@@ -43,7 +47,7 @@ async fn handle(mut incoming: Incoming, request_id: String) -> Result<Response, 
     let reply = dispatch(gw, &key, call).await?;
     let mut response = match reply.answer {
         Answer::Complete(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Answer::Stream(chunks) => sse_response(chunks, started),
+        Answer::Stream(chunks) => sse_response(chunks.hiding_usage(hide_usage), started),
     };
     response.headers_mut().extend(reply.headers);
     Ok(response)
@@ -83,10 +87,49 @@ fn sse_response(chunks: ChunkStream, started: std::time::Instant) -> Response {
         .expect("static headers are valid")
 }
 
+/// `body` (a validated JSON object) with `stream_options.include_usage` set. Without a
+/// `stream_options` of the client's the member is appended as text, sparing a re-encode.
+fn asking_for_usage(body: &str, has_stream_options: bool) -> Cow<'_, str> {
+    const MEMBER: &str = r#""stream_options":{"include_usage":true}"#;
+    if has_stream_options {
+        let mut value: serde_json::Value = serde_json::from_str(body).expect("validated JSON");
+        let options = &mut value["stream_options"];
+        if !options.is_object() {
+            *options = serde_json::json!({});
+        }
+        options["include_usage"] = true.into();
+        return value.to_string().into();
+    }
+    let close = body.rfind('}').expect("validated JSON object");
+    let empty = body[..close].trim_end().ends_with('{');
+    format!("{}{}{MEMBER}}}", &body[..close], if empty { "" } else { "," }).into()
+}
+
 fn sse_data(json: &str) -> Bytes {
     let mut out = Vec::with_capacity(json.len() + 8);
     out.extend_from_slice(b"data: ");
     out.extend_from_slice(json.as_bytes());
     out.extend_from_slice(b"\n\n");
     Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_always_asks_the_upstream_for_usage() {
+        let asked = |body: &str, has: bool| -> serde_json::Value {
+            serde_json::from_str(&asking_for_usage(body, has)).unwrap()
+        };
+        let v = asked("{\"model\":\"m\",\"stream\":true}  \n", false);
+        assert_eq!((v["model"].as_str(), v["stream_options"]["include_usage"].as_bool()), (Some("m"), Some(true)));
+        let v = asked(r#"{"stream_options":{"include_usage":false,"x":1},"stream":true}"#, true);
+        assert_eq!(v["stream_options"], serde_json::json!({"include_usage": true, "x": 1}));
+        assert_eq!(asked("{}", false)["stream_options"]["include_usage"], true);
+        assert_eq!(
+            asked(r#"{"stream_options":[true]}"#, true)["stream_options"],
+            serde_json::json!({"include_usage": true})
+        );
+    }
 }

@@ -13,6 +13,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tracing::Instrument;
 
+use super::admission;
 use super::auth::KeyEntry;
 use super::books::{Books, LogContext};
 use super::error::ApiError;
@@ -21,7 +22,7 @@ use super::request::Incoming;
 use super::{Gateway, Runtime};
 use crate::config::{KeyName, ModelKind, RouteConfig, RouteMode};
 use crate::plugin::Operation;
-use crate::provider::{AttemptError, ChunkStream, Tally, Target};
+use crate::provider::{AttemptError, ChunkStream, StreamEnd, Tally, Target};
 use crate::router::{self, AUTO, Planned, Resolution};
 use crate::scheduler::{self, Candidate, Failure, SkipReason, Skipped, SlotKey, Timing, UnixMs};
 
@@ -106,9 +107,6 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
                 ),
             ));
         }
-        if call.depth == 0 {
-            check_key_quota(gw, key)?;
-        }
         let (route, candidates, mode) = plan_candidates(key, &call)?;
         let log = LogContext {
             request_id: call.request_id.to_string(),
@@ -133,28 +131,6 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
             _ => serve(gw, key, &call, candidates, log).await,
         }
     })
-}
-
-/// A key that has used its token quota is refused until its window rolls over.
-fn check_key_quota(gw: &Gateway, key: &KeyEntry) -> Result<(), ApiError> {
-    let Some(quota) = key.quota else { return Ok(()) };
-    let used = gw.scheduler.key_used(&key.name, quota.period);
-    if used < quota.tokens {
-        return Ok(());
-    }
-    let resets = match gw.scheduler.window_end(quota.period) {
-        Some(end) => format!("; it resets in {} s", end.since(gw.scheduler.now()).as_secs().max(1)),
-        None => String::new(),
-    };
-    Err(ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        "insufficient_quota",
-        format!(
-            "key `{}` has used its token quota ({used} of {} per {}){resets}",
-            key.name, quota.tokens, quota.period
-        ),
-    )
-    .code("key_quota_exceeded"))
 }
 
 /// The candidates `call.model` names that this key may use, of the endpoint's kind, the route
@@ -249,6 +225,9 @@ pub async fn serve(
         ModelKind::Embedding => Operation::Embedding,
         ModelKind::Image => Operation::Image,
     };
+    // Every call counts against the key, the ones the gateway makes on its behalf too.
+    let mut reservation = Some(admission::admit(gw, key, call.unified)?);
+    let prompt_estimate = crate::provider::prompt_estimate(call.unified);
     let conversation = Conversation::of(&key.name, call, gw.scheduler.policy().affinity.enabled);
     let plan = gw.scheduler.plan(candidates, call.model, conversation.query.as_deref());
     if plan.affinity_hit {
@@ -264,22 +243,18 @@ pub async fn serve(
             report.note(&candidate, "cooling down (its probe places are taken)".into());
             continue;
         }
-        let release = |gw: &Gateway| {
-            if candidate.probe {
-                gw.scheduler.release_probe(&slot)
-            }
-        };
+        // Given back on every path that ends without the upstream's verdict, a client that
+        // hangs up mid-probe included; a verdict (success or a new window) settles it.
+        let mut probe_place = candidate.probe.then(|| ProbePlace { gw, slot: &slot });
         if let Some(rpm) = source.rpm
             && gw.scheduler.take_rpm(&source.name, rpm).is_err()
         {
-            release(gw);
             report.note(&candidate, format!("rpm limit reached ({rpm} requests per minute)"));
             continue;
         }
         let provider = &call.runtime.provider;
         let Some(permit) = provider.admit(source).await else {
             // Full for longer than its queue timeout: not a failure, just not available now.
-            release(gw);
             report.note(&candidate, format!("busy (all {} of max_concurrent in use)", source.max_concurrent));
             continue;
         };
@@ -307,6 +282,7 @@ pub async fn serve(
                     first_byte_ms: (elapsed - head).as_secs_f64() * 1e3,
                 };
                 gw.scheduler.record_success(&slot, timing);
+                probe_place.take().into_iter().for_each(ProbePlace::settle);
                 let ms = elapsed.as_millis() as u64;
                 tracing::info!(source = %name, ms, probe = candidate.probe, after_failures = report.failures, "answered");
                 let books = Books::open(
@@ -318,11 +294,13 @@ pub async fn serve(
                     started,
                     elapsed,
                     plan.affinity_hit && attempt == 0,
+                    prompt_estimate,
+                    reservation.take().expect("one answer per request"),
                 );
                 return Ok(Reply::plain(match answer {
                     Answer::Complete(body) => {
                         // Booked (journaled) before the answer leaves.
-                        books.close(Ok(Tally::of_response(&body)));
+                        books.close(StreamEnd::Complete(Tally::of_response(&body)));
                         Answer::Complete(body)
                     }
                     Answer::Stream(chunks) => Answer::Stream(chunks.on_end(Box::new(move |end| books.close(end)))),
@@ -330,7 +308,6 @@ pub async fn serve(
             }
             // Out of the gateway's own instance capacity: busy, like a full source; nothing cools.
             Err(AttemptError::Sandbox(e)) if e.cause.is_capacity() => {
-                release(gw);
                 report.note(&candidate, e.to_string());
             }
             Err(e) => {
@@ -338,7 +315,6 @@ pub async fn serve(
                 match scheduler::classify(&e) {
                     // The request itself is wrong: no other source would take it either.
                     None => {
-                        release(gw);
                         return Err(ApiError::from(&e));
                     }
                     Some(failure) => {
@@ -346,6 +322,7 @@ pub async fn serve(
                         let ms = elapsed.as_millis() as u64;
                         tracing::warn!(source = %name, ms, "attempt failed, trying the next candidate: {e}");
                         gw.scheduler.record_failure(&slot, failure);
+                        probe_place.take().into_iter().for_each(ProbePlace::settle);
                         report.failed(&candidate, e);
                     }
                 }
@@ -353,6 +330,25 @@ pub async fn serve(
         }
     }
     Err(report.into_error(call.model, gw.scheduler.now()))
+}
+
+/// A cooling slot's probe place, taken for one attempt.
+struct ProbePlace<'a> {
+    gw: &'a Gateway,
+    slot: &'a SlotKey,
+}
+
+impl ProbePlace<'_> {
+    /// The upstream gave its verdict and the scheduler recorded it: nothing to give back.
+    fn settle(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for ProbePlace<'_> {
+    fn drop(&mut self) {
+        self.gw.scheduler.release_probe(self.slot);
+    }
 }
 
 /// A quota error from an upstream rests the slot until its quota window ends (when it has one).

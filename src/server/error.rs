@@ -1,6 +1,8 @@
 //! Errors in the OpenAI error format (`{"error":{"message","type","param","code"}}`),
 //! each with the HTTP status a client library expects.
 
+use std::borrow::Cow;
+
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -12,7 +14,7 @@ use crate::provider::AttemptError;
 pub struct ApiError {
     pub status: StatusCode,
     pub kind: &'static str,
-    pub code: Option<&'static str>,
+    pub code: Option<Cow<'static, str>>,
     pub param: Option<String>,
     pub message: String,
 }
@@ -22,8 +24,8 @@ impl ApiError {
         ApiError { status, kind, code: None, param: None, message: message.into() }
     }
 
-    pub fn code(mut self, code: &'static str) -> Self {
-        self.code = Some(code);
+    pub fn code(mut self, code: impl Into<Cow<'static, str>>) -> Self {
+        self.code = Some(code.into());
         self
     }
 
@@ -60,8 +62,11 @@ impl From<&AttemptError> for ApiError {
             AttemptError::Timeout { .. } => {
                 ApiError::new(StatusCode::GATEWAY_TIMEOUT, "upstream_error", message).code("upstream_timeout")
             }
-            AttemptError::Upstream { kind, status, message, .. } => {
+            AttemptError::Upstream { kind, status, message, code: upstream_code, .. } => {
                 let (fallback, kind_name, code) = upstream_kind(*kind);
+                // The upstream's own code (`context_length_exceeded`, `content_filter`) when it
+                // gave one: clients act on it.
+                let code: Cow<'static, str> = upstream_code.clone().map_or(code.into(), Cow::Owned);
                 let status = status
                     .and_then(|s| StatusCode::from_u16(s).ok())
                     .filter(|s| s.is_client_error() || s.is_server_error())

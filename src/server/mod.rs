@@ -1,6 +1,7 @@
 //! The HTTP front door: shared gateway state, the axum router, and serving it.
 
 mod admin;
+mod admission;
 mod auth;
 mod books;
 mod chat;
@@ -8,21 +9,22 @@ mod dispatch;
 mod embeddings;
 mod error;
 mod images;
+mod inflight;
+mod listener;
 mod messages;
 mod models;
 mod modes;
 mod request;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 
 pub use auth::{KeyTable, ModelScope};
 pub use error::ApiError;
+pub use listener::serve;
 
 use arc_swap::ArcSwap;
 
@@ -130,19 +132,21 @@ fn write_runtime_file(path: &std::path::Path, file: &RuntimeFile) -> std::io::Re
         std::fs::create_dir_all(dir)?;
     }
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let mut out = std::fs::File::create(&tmp)?;
+    let mut out = crate::private_fs::open(&tmp, false)?;
     out.write_all(text.as_bytes())?;
     out.sync_all()?;
     std::fs::rename(&tmp, path)
 }
 
 pub fn router(gateway: Arc<Gateway>) -> Router {
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(gateway.base.server.max_in_flight as usize));
     Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/messages", post(messages::messages))
         .route("/v1/embeddings", post(embeddings::embeddings))
         .route("/v1/images/generations", post(images::images))
         .route("/v1/models", get(models::list_models))
+        .route_layer(axum::middleware::from_fn_with_state(in_flight, inflight::limit))
         .route("/health", get(models::health))
         .merge(admin::router(gateway.clone()))
         .fallback(not_found)
@@ -152,26 +156,4 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
 async fn not_found(uri: axum::http::Uri) -> impl IntoResponse {
     ApiError::new(axum::http::StatusCode::NOT_FOUND, "invalid_request_error", format!("no route for {}", uri.path()))
         .code("unknown_url")
-}
-
-/// Binds `addr` and serves until `shutdown` resolves; returns the bound address at once.
-pub async fn serve(
-    gateway: Arc<Gateway>,
-    addr: SocketAddr,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    // Without TCP_NODELAY a stream's small writes (headers, then each event) wait on the
-    // client's delayed ACK.
-    let listener = listener.tap_io(|stream| {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY on a client connection: {e}");
-        }
-    });
-    let app = router(gateway);
-    // Connect info gives handlers the client's address (session affinity).
-    let app = app.into_make_service_with_connect_info::<SocketAddr>();
-    let handle = tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await });
-    Ok((bound, handle))
 }

@@ -10,7 +10,6 @@ use axum::extract::{ConnectInfo, FromRequest, Request};
 use axum::http::{HeaderMap, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 
 use super::auth::KeyEntry;
 use super::error::ApiError;
@@ -45,13 +44,23 @@ impl Incoming {
         let runtime = self.gw.runtime();
         let key = runtime.keys.authenticate(&self.headers)?.clone();
         tracing::Span::current().record("key", key.name.as_str());
-        let bytes = read_body(std::mem::take(&mut self.body), self.gw.base.body_limit_bytes).await?;
+        let limits = (self.gw.base.body_limit_bytes, self.gw.base.server.body_timeout());
+        let bytes = read_body(std::mem::take(&mut self.body), limits).await?;
         Ok((runtime, key, bytes))
     }
 }
 
-pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
-    match Limited::new(body, limit).collect().await {
+/// Reads a body of at most `limit` bytes that must arrive within `within`.
+pub async fn read_body(body: Body, (limit, within): (usize, std::time::Duration)) -> Result<Bytes, ApiError> {
+    let Ok(read) = tokio::time::timeout(within, Limited::new(body, limit).collect()).await else {
+        return Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request_error",
+            format!("the request body did not arrive within {} s (server.body_timeout_seconds)", within.as_secs_f64()),
+        )
+        .code("request_timeout"));
+    };
+    match read {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -65,6 +74,10 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
 
 /// Parses `bytes` as `T`, naming the offending field on type errors.
 pub fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, ApiError> {
+    // A struct would also take a JSON array; every request body is an object.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(ApiError::invalid_request("request body must be a JSON object"));
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match serde_path_to_error::deserialize::<_, T>(&mut de) {
         Ok(value) => de
@@ -105,13 +118,23 @@ pub struct ChatRequest<'a> {
     pub seed: Option<i64>,
     pub stop: Option<Stop>,
     pub tools: Option<Vec<Tool>>,
-    pub stream_options: Option<IgnoredAny>,
+    pub stream_options: Option<StreamOptions>,
 }
 
 impl ChatRequest<'_> {
     pub fn streaming(&self) -> bool {
         self.stream.unwrap_or(false)
     }
+
+    /// Whether the client asked for the usage chunk at the end of its stream.
+    pub fn wants_stream_usage(&self) -> bool {
+        self.stream_options.as_ref().and_then(|o| o.include_usage) == Some(true)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct StreamOptions {
+    pub include_usage: Option<bool>,
 }
 
 #[allow(dead_code)]
@@ -188,6 +211,7 @@ mod tests {
         assert!(err(r#"{"model": "#).message.starts_with("request body is not valid JSON"));
         assert!(err(r#"{"model":"m","messages":[]} trailing"#).message.starts_with("request body is not valid JSON"));
         assert!(err(r#"{"messages":[]}"#).message.contains("missing field `model`"));
+        assert_eq!(err(r#" ["m", []]"#).message, "request body must be a JSON object");
     }
 
     #[test]

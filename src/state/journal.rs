@@ -2,7 +2,7 @@
 //! (one `write`, no fsync: a killed process loses nothing the kernel already has) and
 //! replayed at start for whatever the writer had not yet committed to SQLite.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 
@@ -29,7 +29,7 @@ impl Journal {
     /// Opens (creating) the journal and reads what it holds; a torn last line (the process
     /// died inside a write) is skipped.
     pub fn open(path: &Path) -> std::io::Result<(Journal, Vec<(u64, Change)>)> {
-        let file = OpenOptions::new().create(true).read(true).append(true).open(path)?;
+        let file = crate::private_fs::open(path, true)?;
         let mut entries = Vec::new();
         for line in BufReader::new(&file).split(b'\n') {
             let line = line?;

@@ -11,7 +11,10 @@ const TABLE: &str = "CREATE TABLE IF NOT EXISTS request_logs (
     key TEXT NOT NULL, route TEXT, mode TEXT NOT NULL, source TEXT NOT NULL, model TEXT NOT NULL,
     status INTEGER, error TEXT, message TEXT, first_byte_ms INTEGER, total_ms INTEGER NOT NULL,
     tokens_in INTEGER, tokens_out INTEGER, tokens_cached INTEGER, stream INTEGER NOT NULL,
-    affinity_hit INTEGER NOT NULL, fusion_id TEXT)";
+    affinity_hit INTEGER NOT NULL, fusion_id TEXT, usage_estimated INTEGER NOT NULL DEFAULT 0)";
+
+const COLUMNS_V5: &str = "id, at_ms, request_id, key, route, mode, source, model, status, error, message,
+    first_byte_ms, total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id";
 
 const INDEXES: &str = "CREATE INDEX IF NOT EXISTS request_logs_at ON request_logs (at_ms);
     CREATE INDEX IF NOT EXISTS request_logs_request ON request_logs (request_id);
@@ -19,7 +22,7 @@ const INDEXES: &str = "CREATE INDEX IF NOT EXISTS request_logs_at ON request_log
     CREATE INDEX IF NOT EXISTS request_logs_fusion_set ON request_logs (fusion_id) WHERE fusion_id IS NOT NULL;";
 
 /// Creates the log table, or brings one from an earlier version (AUTOINCREMENT, a full
-/// fusion index) to the current shape, keeping its rows and ids.
+/// fusion index, no `usage_estimated`) to the current shape, keeping its rows and ids.
 pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     let existing: Option<String> = conn
         .query_row("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'request_logs'", [], |r| r.get(0))
@@ -31,13 +34,14 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
              DROP INDEX IF EXISTS request_logs_at; DROP INDEX IF EXISTS request_logs_request;
              DROP INDEX IF EXISTS request_logs_fusion;
              {TABLE};
-             INSERT INTO request_logs SELECT * FROM request_logs_v4;
+             INSERT INTO request_logs ({COLUMNS_V5}) SELECT * FROM request_logs_v4;
              DROP TABLE request_logs_v4;
              DELETE FROM sqlite_sequence WHERE name IN ('request_logs', 'request_logs_v4');
              COMMIT;"
         ))?;
     }
     conn.execute_batch(TABLE)?;
+    super::add_column(conn, "request_logs", "usage_estimated", "INTEGER NOT NULL DEFAULT 0")?;
     conn.execute_batch(INDEXES)
 }
 
@@ -67,13 +71,18 @@ pub struct LogRow {
     pub stream: bool,
     pub affinity_hit: bool,
     pub fusion_id: Option<String>,
+    /// The tokens are the gateway's estimate: the upstream reported no usage (or the client
+    /// hung up before it came).
+    #[serde(default)]
+    pub usage_estimated: bool,
 }
 
 pub fn insert(conn: &Connection, r: &LogRow) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO request_logs (at_ms, request_id, key, route, mode, source, model, status, error, message,
-             first_byte_ms, total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+             first_byte_ms, total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id,
+             usage_estimated)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
     )?
     .execute(params![
         r.at_ms as i64,
@@ -93,7 +102,8 @@ pub fn insert(conn: &Connection, r: &LogRow) -> rusqlite::Result<()> {
         r.tokens_cached.map(|v| v as i64),
         r.stream,
         r.affinity_hit,
-        r.fusion_id
+        r.fusion_id,
+        r.usage_estimated
     ])?;
     Ok(())
 }
@@ -170,7 +180,7 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
     let offset = q.offset.unwrap_or(0);
     let sql = format!(
         "SELECT id, at_ms, request_id, key, route, mode, source, model, status, error, message, first_byte_ms,
-             total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id
+             total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id, usage_estimated
          FROM request_logs{filter} ORDER BY id DESC LIMIT {limit} OFFSET {offset}"
     );
     let mut stmt = conn.prepare(&sql)?;
@@ -197,6 +207,7 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
                 stream: r.get(16)?,
                 affinity_hit: r.get(17)?,
                 fusion_id: r.get(18)?,
+                usage_estimated: r.get(19)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -244,10 +255,15 @@ mod tests {
              CREATE INDEX request_logs_fusion ON request_logs (fusion_id);",
         )
         .unwrap();
+        conn.execute_batch(
+            "INSERT INTO request_logs (at_ms, request_id, key, mode, source, model, total_ms, stream, affinity_hit)
+                 VALUES (5, 'r1', 'k', 'model', '', '', 0, 0, 0);
+             INSERT INTO request_logs (at_ms, request_id, key, mode, source, model, total_ms, stream, affinity_hit,
+                 fusion_id) VALUES (5, 'r1', 'k', 'model', '', '', 0, 0, 0, 'f1');",
+        )
+        .unwrap();
         let row =
             LogRow { at_ms: 5, request_id: "r1".into(), key: "k".into(), mode: "model".into(), ..LogRow::default() };
-        insert(&conn, &row).unwrap();
-        insert(&conn, &LogRow { fusion_id: Some("f1".into()), ..row.clone() }).unwrap();
 
         migrate(&conn).unwrap();
         migrate(&conn).unwrap();
@@ -256,8 +272,9 @@ mod tests {
             conn.query_row("SELECT sql FROM sqlite_master WHERE name = 'request_logs'", [], |r| r.get(0)).unwrap();
         assert!(!sql.contains("AUTOINCREMENT"), "{sql}");
         let page = query(&conn, &LogQuery { fusion_id: Some("f1".into()), ..LogQuery::default() }).unwrap();
-        assert_eq!((page.total, page.rows[0].id), (1, 2));
-        insert(&conn, &row).unwrap();
+        assert_eq!((page.total, page.rows[0].id, page.rows[0].usage_estimated), (1, 2, false));
+        insert(&conn, &LogRow { usage_estimated: true, ..row }).unwrap();
+        assert!(query(&conn, &LogQuery::default()).unwrap().rows[0].usage_estimated);
         let ids: Vec<i64> = query(&conn, &LogQuery::default()).unwrap().rows.iter().map(|r| r.id).collect();
         assert_eq!(ids, vec![3, 2, 1]);
         let plan: String = conn

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{KeyName, SourceName};
 use crate::scheduler::{Binding, Period, QuotaKey, SlotHealth, SlotKey, Stats, UnixMs, Usage, Window};
 
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -27,11 +27,30 @@ pub enum StateError {
     Database { path: String, source: rusqlite::Error },
     #[error("state journal {path}: {source}")]
     Journal { path: String, source: std::io::Error },
+    #[error("state file {path}: {source}")]
+    File { path: String, source: std::io::Error },
 }
 
 /// Opens (creating if needed) the state database and brings its schema up to date.
 pub fn open(path: &Path) -> Result<Connection, StateError> {
     let wrap = |source| StateError::Database { path: path.display().to_string(), source };
+    // SQLite gives the -wal and -shm files the database file's mode: create it 600 first,
+    // and bring files an older version wrote 644 to 600.
+    let file_error = |file: &Path| {
+        let path = file.display().to_string();
+        move |source| StateError::File { path, source }
+    };
+    if !path.exists() {
+        crate::private_fs::open(path, true).map_err(file_error(path))?;
+    }
+    let beside = |suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        std::path::PathBuf::from(name)
+    };
+    for file in [path.to_path_buf(), beside("-wal"), beside("-shm")] {
+        crate::private_fs::restrict(&file).map_err(file_error(&file))?;
+    }
     let conn = Connection::open(path).map_err(wrap)?;
     conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
@@ -41,7 +60,7 @@ pub fn open(path: &Path) -> Result<Connection, StateError> {
         "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
          CREATE TABLE IF NOT EXISTS cooldowns (
              source TEXT NOT NULL, model TEXT NOT NULL, failures INTEGER NOT NULL,
-             window_start INTEGER, window_until INTEGER, PRIMARY KEY (source, model));
+             window_start INTEGER, window_until INTEGER, no_probe_before INTEGER, PRIMARY KEY (source, model));
          CREATE TABLE IF NOT EXISTS scorer_stats (
              source TEXT NOT NULL, model TEXT NOT NULL, total INTEGER NOT NULL, successes INTEGER NOT NULL,
              recent INTEGER NOT NULL, recent_successes REAL NOT NULL, avg_connect_ms REAL NOT NULL,
@@ -56,6 +75,7 @@ pub fn open(path: &Path) -> Result<Connection, StateError> {
              PRIMARY KEY (key, period));",
     )
     .map_err(wrap)?;
+    add_column(&conn, "cooldowns", "no_probe_before", "INTEGER").map_err(wrap)?;
     logs::migrate(&conn).map_err(wrap)?;
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) ON CONFLICT(key) DO UPDATE SET value = ?1",
@@ -63,6 +83,18 @@ pub fn open(path: &Path) -> Result<Connection, StateError> {
     )
     .map_err(wrap)?;
     Ok(conn)
+}
+
+/// Adds a column a table of an earlier schema lacks.
+pub(crate) fn add_column(conn: &Connection, table: &str, column: &str, kind: &str) -> rusqlite::Result<()> {
+    let present: i64 =
+        conn.query_row(&format!("SELECT COUNT(*) FROM pragma_table_info('{table}') WHERE name = ?1"), [column], |r| {
+            r.get(0)
+        })?;
+    if present == 0 {
+        conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
+    }
+    Ok(())
 }
 
 /// Everything the database held at start.
@@ -279,12 +311,18 @@ fn slot(source: String, model: String) -> SlotKey {
 }
 
 fn read_all(conn: &Connection) -> rusqlite::Result<Loaded> {
-    let mut stmt = conn.prepare("SELECT source, model, failures, window_start, window_until FROM cooldowns")?;
+    let mut stmt =
+        conn.prepare("SELECT source, model, failures, window_start, window_until, no_probe_before FROM cooldowns")?;
     let cooldowns = stmt
         .query_map([], |r| {
             let start: Option<i64> = r.get(3)?;
             let until: Option<i64> = r.get(4)?;
-            let window = start.map(|s| Window { start: UnixMs(s as u64), until: until.map(|u| UnixMs(u as u64)) });
+            let no_probe_before: Option<i64> = r.get(5)?;
+            let window = start.map(|s| Window {
+                start: UnixMs(s as u64),
+                until: until.map(|u| UnixMs(u as u64)),
+                no_probe_before: no_probe_before.map(|t| UnixMs(t as u64)),
+            });
             Ok((slot(r.get(0)?, r.get(1)?), SlotHealth { failures: r.get(2)?, window, probes_in_flight: 0 }))
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -424,14 +462,17 @@ fn apply(tx: &rusqlite::Transaction<'_>, change: Change) -> rusqlite::Result<()>
         Change::Cooldown(key, Some(h)) => {
             run(
                 tx,
-                "INSERT INTO cooldowns (source, model, failures, window_start, window_until) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT(source, model) DO UPDATE SET failures = ?3, window_start = ?4, window_until = ?5",
+                "INSERT INTO cooldowns (source, model, failures, window_start, window_until, no_probe_before)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(source, model) DO UPDATE SET failures = ?3, window_start = ?4, window_until = ?5,
+                     no_probe_before = ?6",
                 params![
                     key.source.as_str(),
                     key.model,
                     h.failures,
                     h.window.map(|w| w.start.0 as i64),
-                    h.window.and_then(|w| w.until).map(|u| u.0 as i64)
+                    h.window.and_then(|w| w.until).map(|u| u.0 as i64),
+                    h.window.and_then(|w| w.no_probe_before).map(|t| t.0 as i64)
                 ],
             )?;
         }
@@ -539,7 +580,7 @@ mod tests {
         let other = slot("b".into(), "m".into());
         let health = SlotHealth {
             failures: 3,
-            window: Some(Window { start: UnixMs(10), until: Some(UnixMs(20)) }),
+            window: Some(Window { start: UnixMs(10), until: Some(UnixMs(20)), no_probe_before: Some(UnixMs(19)) }),
             probes_in_flight: 1,
         };
         let stats = Stats {

@@ -82,6 +82,13 @@ fn check_accepts_the_shipped_example_and_serve_refuses_bad_config() {
         "{out}"
     );
 
+    // Its development key is public: on an address others can reach it is refused.
+    let exposed = std::fs::read_to_string(&file).unwrap().replace("listen: 127.0.0.1:8080", "listen: 0.0.0.0:8080");
+    std::fs::write(&file, exposed).unwrap();
+    let (code, _, err) = switchyard(&["check", "--config", &file.display().to_string()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("keys[0].key: is the example config's public development key"), "{err}");
+
     let (code, _, err) = switchyard(&["--config", &dir.path().join("missing.yaml").display().to_string()]);
     assert_eq!(code, 2);
     assert!(err.contains("cannot read config file") && err.contains("fix:"), "{err}");

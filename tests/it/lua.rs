@@ -274,6 +274,7 @@ async fn http_from_scripts_is_denied_unless_the_host_is_allowed() {
         return json.encode(req)
       end }"#
         .replace("TOKEN_URL", &format!("'{}/chat/completions'", mock.url));
+    let port = reqwest::Url::parse(&mock.url).unwrap().port().unwrap();
     let gw = with_scripts(&mock, &[("fetcher", &fetching)], "").await;
     assert_eq!(
         gw.chat(json!({"model": "fetcher-m", "messages": [{"role": "user", "content": "x"}]})).await.status(),
@@ -282,10 +283,18 @@ async fn http_from_scripts_is_denied_unless_the_host_is_allowed() {
     let requests: Vec<_> = mock.state.requests.lock().unwrap().drain(..).collect();
     assert_eq!(requests.len(), 1, "nothing but the chat request reached the mock");
     let said = requests[0].body["messages"][0]["content"].as_str().unwrap().to_string();
-    assert!(said.starts_with("HTTP to 127.0.0.1 is denied"), "{said}");
+    assert!(said.starts_with(&format!("HTTP to 127.0.0.1 port {port} is denied")), "{said}");
 
+    // A host allowed without a port is allowed on 80 and 443 only.
     let gw =
         with_scripts(&mock, &[("fetcher", &fetching)], "adapters: {fetcher: {allow_hosts: ['127.0.0.1']}}\n").await;
+    gw.chat(json!({"model": "fetcher-m", "messages": [{"role": "user", "content": "x"}]})).await;
+    let requests: Vec<_> = mock.state.requests.lock().unwrap().drain(..).collect();
+    let said = requests[0].body["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(said.starts_with(&format!("HTTP to 127.0.0.1 port {port} is denied")), "{said}");
+
+    let allowed = format!("adapters: {{fetcher: {{allow_hosts: ['127.0.0.1:{port}']}}}}\n");
+    let gw = with_scripts(&mock, &[("fetcher", &fetching)], &allowed).await;
     assert_eq!(
         gw.chat(json!({"model": "fetcher-m", "messages": [{"role": "user", "content": "x"}]})).await.status(),
         200

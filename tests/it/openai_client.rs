@@ -2,7 +2,9 @@
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
-use async_openai::types::chat::{ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequestArgs};
+use async_openai::types::chat::{
+    ChatCompletionRequestUserMessageArgs, ChatCompletionStreamOptions, CreateChatCompletionRequestArgs,
+};
 use futures::StreamExt;
 
 use crate::support::{KEY, MockUpstream, TestGateway, config_with, mock_source};
@@ -38,7 +40,9 @@ async fn async_openai_completes_and_lists_models() {
 async fn async_openai_streams_content_and_usage() {
     let mock = MockUpstream::start().await;
     let gw = TestGateway::start(&config_with(&mock_source(&mock, &["fixture"]))).await;
-    let mut stream = client(&gw).chat().create_stream(request(true)).await.unwrap();
+    let mut asking = request(true);
+    asking.stream_options = Some(ChatCompletionStreamOptions { include_usage: Some(true), include_obfuscation: None });
+    let mut stream = client(&gw).chat().create_stream(asking).await.unwrap();
     let mut text = String::new();
     let mut finish = None;
     let mut usage = None;

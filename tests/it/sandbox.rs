@@ -14,7 +14,7 @@ async fn hostile_gateway(mock: &MockUpstream) -> TestGateway {
     std::fs::create_dir_all(dir.path().join("adapters")).unwrap();
     std::fs::copy(guest_wasm("hostile"), dir.path().join("adapters/hostile.wasm")).unwrap();
     let yaml = config_with(&format!(
-        "sandbox: {{memory_mb: 32, cpu_ms_per_call: 300, max_output_mb: 4}}\n\
+        "body_limit_mb: 1\nsandbox: {{memory_mb: 40, cpu_ms_per_call: 300, max_output_mb: 4}}\n\
          sources:\n\
          \x20 - name: evil\n    base_url: {url}\n    adapter: hostile\n    max_concurrent: 2\n    models: [{{name: loop}}, {{name: grow}}, {{name: trap}}, {{name: huge}}, {{name: snoop}}, {{name: ok}}]\n\
          \x20 - name: good\n    base_url: {url}\n    models: [{{name: fixture}}]\n",
@@ -47,7 +47,7 @@ async fn every_kind_of_misbehaviour_is_contained_and_named() {
     let gw = hostile_gateway(&mock).await;
     let cases = [
         ("loop", "exceeded its CPU bound of 300 ms per call"),
-        ("grow", "exceeded its memory cap of 32 MiB"),
+        ("grow", "exceeded its memory cap of 40 MiB"),
         ("trap", "trapped:"),
         ("huge", "over the 4194304-byte output cap"),
     ];

@@ -5,7 +5,7 @@ use crate::http::header;
 use crate::{AdapterError, ErrorKind, HttpResponse};
 
 pub fn adapter_error(kind: ErrorKind, message: &str) -> AdapterError {
-    AdapterError { kind, message: message.to_string(), status: None, retry_after_ms: None }
+    AdapterError { kind, message: message.to_string(), status: None, retry_after_ms: None, code: None }
 }
 
 /// Classifies a non-2xx upstream response.
@@ -13,6 +13,7 @@ pub fn upstream_error(response: &HttpResponse) -> AdapterError {
     let body = String::from_utf8_lossy(&response.body);
     let parsed: Option<serde_json::Value> = serde_json::from_str(&body).ok();
     let (message, code) = parsed.as_ref().map(error_fields).unwrap_or((None, None));
+    let own_code = parsed.as_ref().and_then(|v| v.get("error")?.get("code")?.as_str()).map(|c| truncate(c, 64));
     let message = message.unwrap_or_else(|| {
         let trimmed = body.trim();
         if trimmed.is_empty() { format!("upstream returned HTTP {}", response.status) } else { truncate(trimmed, 512) }
@@ -22,6 +23,7 @@ pub fn upstream_error(response: &HttpResponse) -> AdapterError {
         message,
         status: Some(response.status),
         retry_after_ms: header(&response.headers, "retry-after").and_then(parse_retry_after_ms),
+        code: own_code,
     }
 }
 
@@ -64,6 +66,8 @@ pub fn classify(status: u16, code: Option<&str>, message: &str) -> ErrorKind {
         429 if quota => ErrorKind::Quota,
         429 => ErrorKind::RateLimit,
         400 | 409 | 413 | 422 => ErrorKind::BadRequest,
+        // A redirect the host would not follow (to another origin): the source's base_url is wrong.
+        300..=399 => ErrorKind::Server,
         503 | 529 => ErrorKind::Overloaded,
         s if s >= 500 => ErrorKind::Server,
         _ => ErrorKind::BadRequest,
@@ -102,6 +106,7 @@ mod tests {
         assert_eq!(classify(500, None, ""), ErrorKind::Server);
         assert_eq!(classify(400, Some("content_filter"), ""), ErrorKind::ContentPolicy);
         assert_eq!(classify(422, None, ""), ErrorKind::BadRequest);
+        assert_eq!(classify(307, None, ""), ErrorKind::Server);
     }
 
     #[test]
@@ -111,14 +116,14 @@ mod tests {
             r#"{"error":{"message":"slow","type":"requests","code":"rate_limit_exceeded"}}"#,
         ));
         assert_eq!(
-            (e.kind, e.message.as_str(), e.status, e.retry_after_ms),
-            (ErrorKind::RateLimit, "slow", Some(429), Some(20_000))
+            (e.kind, e.message.as_str(), e.status, e.retry_after_ms, e.code.as_deref()),
+            (ErrorKind::RateLimit, "slow", Some(429), Some(20_000), Some("rate_limit_exceeded"))
         );
         let e = upstream_error(&response(
             529,
             r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
         ));
-        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::Overloaded, "Overloaded"));
+        assert_eq!((e.kind, e.message.as_str(), e.code), (ErrorKind::Overloaded, "Overloaded", None));
         assert_eq!(upstream_error(&response(500, "")).message, "upstream returned HTTP 500");
         assert_eq!(upstream_error(&response(404, r#"{"error":"model not found"}"#)).message, "model not found");
         assert_eq!(parse_retry_after_ms("1.5"), Some(1500));

@@ -54,8 +54,11 @@ impl<D: Dialect> GuestSession for Session<D> {
             body.remove(*field);
         }
         let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-        // Usage arrives on streams only when asked for; sites that reject the field opt out.
-        if streaming && setting(&self.ctx, "stream_usage") != Some("false") && !body.contains_key("stream_options") {
+        // Usage arrives on streams only when asked for; sites that reject the field opt out
+        // (the gateway then estimates the tokens).
+        if setting(&self.ctx, "stream_usage") == Some("false") {
+            body.remove("stream_options");
+        } else if streaming && !body.contains_key("stream_options") {
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];

@@ -38,7 +38,6 @@ fn adapter_json(gw: &Gateway, adapter: &Adapter) -> Value {
     json!({
         "name": adapter.name(), "version": m.version, "protocol": m.protocol, "origin": origin, "file": file,
         "lua": adapter.is_lua(),
-        "lua": adapter.is_lua(),
         "pool": {"capacity": capacity, "idle": idle}, "used_by": used_by,
     })
 }
@@ -82,10 +81,10 @@ pub async fn upload(
     let adapter = checked.map_err(|e| {
         ApiError::invalid_request(format!("adapter `{name}` was not installed: {e}")).code("invalid_adapter")
     })?;
-    std::fs::create_dir_all(dir)
+    crate::private_fs::create_dir(dir)
         .and_then(|()| {
             let tmp = file.with_extension(format!("tmp-{}", std::process::id()));
-            std::fs::write(&tmp, &bytes)?;
+            crate::private_fs::write(&tmp, &bytes)?;
             std::fs::rename(&tmp, &file)
         })
         .map_err(|e| internal(format!("cannot write {}: {e}", file.display())))?;

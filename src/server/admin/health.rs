@@ -26,7 +26,8 @@ pub async fn health(State(gw): State<Arc<Gateway>>) -> Result<Json<Value>, ApiEr
         for model in &source.models {
             let key = SlotKey { source: source.name.clone(), model: model.name.clone() };
             let h = scheduler.health_of(&key).unwrap_or_default();
-            let state = match (h.admission(now, source.max_concurrent), h.probes_in_flight) {
+            let probe_after = scheduler.policy().cooldown.probe_after();
+            let state = match (h.admission(now, source.max_concurrent, probe_after), h.probes_in_flight) {
                 (_, n) if n > 0 => "probing",
                 (Admission::Healthy, _) => "healthy",
                 (Admission::Probe, _) => "awaiting probe",
@@ -51,7 +52,7 @@ pub async fn health(State(gw): State<Arc<Gateway>>) -> Result<Json<Value>, ApiEr
             slots.push(json!({
                 "source": key.source, "model": key.model, "state": state, "failures": h.failures,
                 "window_start_ms": h.window.map(|w| w.start.0),
-                "probe_from_ms": h.window.and_then(|w| w.probe_from()).map(|t| t.0),
+                "probe_from_ms": h.window.map(|w| w.probe_from(probe_after).0),
                 "recovers_at_ms": h.window.and_then(|w| w.until).map(|t| t.0),
                 "probes_in_flight": h.probes_in_flight, "probe_budget": probe_budget(source.max_concurrent),
                 "score": score(stats.as_ref(), now, &scheduler.policy().scoring).round(),

@@ -64,6 +64,28 @@ pub fn router(gateway: Arc<Gateway>) -> Router<Arc<Gateway>> {
         .nest("/admin/api", api)
         .nest("/admin/llm", keyway)
         .route_layer(axum::middleware::from_fn_with_state(gateway, require_admin))
+        .layer(axum::middleware::from_fn(json_errors))
+}
+
+/// axum's own rejections (a body over the limit, a wrong method) are plain text: admin clients
+/// get them as error JSON like every other admin error.
+async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json =
+        response.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if is_json || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let text = axum::body::to_bytes(response.into_body(), 4096).await.unwrap_or_default();
+    let message = String::from_utf8_lossy(&text).trim().to_string();
+    let message = if message.is_empty() { status.canonical_reason().unwrap_or("error").to_string() } else { message };
+    let error = ApiError::new(status, "invalid_request_error", message);
+    match status {
+        StatusCode::PAYLOAD_TOO_LARGE => error.code("request_too_large"),
+        _ => error,
+    }
+    .into_response()
 }
 
 async fn require_admin(State(gw): State<Arc<Gateway>>, request: Request, next: Next) -> Response {

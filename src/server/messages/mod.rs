@@ -5,6 +5,8 @@
 mod encode;
 mod request;
 
+pub use encode::error_response;
+
 use std::convert::Infallible;
 
 use axum::body::{Body, Bytes};

@@ -36,6 +36,15 @@ pub async fn describe_images(
     if images.is_empty() {
         return Ok(None);
     }
+    if images.len() > vision.max_images as usize {
+        return Err(ApiError::invalid_request(format!(
+            "the request carries {} images; this route describes at most {} per request (adapter_config.max_images)",
+            images.len(),
+            vision.max_images
+        ))
+        .param("messages")
+        .code("too_many_images"));
+    }
     let internal = key.internal();
     let jobs: Vec<_> = images.iter().map(|image| describe(gw, &internal, call, vision, image)).collect();
     let descriptions: Vec<Result<String, ApiError>> = futures::stream::iter(jobs).buffered(PARALLEL).collect().await;

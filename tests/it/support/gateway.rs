@@ -87,7 +87,12 @@ impl TestGateway {
     }
 }
 
-/// A single-message chat body.
+/// A single-message chat body; a stream asks for the usage chunk, as the fixtures have it.
 pub fn chat_body(model: &str, stream: bool) -> serde_json::Value {
-    serde_json::json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "Hello!"}]})
+    let mut body =
+        serde_json::json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "Hello!"}]});
+    if stream {
+        body["stream_options"] = serde_json::json!({"include_usage": true});
+    }
+    body
 }

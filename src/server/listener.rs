@@ -1,0 +1,100 @@
+//! Accepting client connections: at most `server.max_connections` open (past it a 503 with
+//! Retry-After, then close), a header read timeout against slowloris, TCP_NODELAY, and a
+//! graceful shutdown that lets open requests finish.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tower::ServiceExt;
+
+use super::Gateway;
+
+/// Longest a refused connection is given to take its 503.
+const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+/// After a failed accept (out of file descriptors, say), wait before the next.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Binds `addr` and serves until `shutdown` resolves; returns the bound address at once.
+pub async fn serve(
+    gateway: Arc<Gateway>,
+    addr: SocketAddr,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let limits = gateway.base.server.clone();
+    let app = super::router(gateway);
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout());
+    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Duration::from_secs(30));
+    let builder = Arc::new(builder);
+    let connections = Arc::new(Semaphore::new(limits.max_connections as usize));
+    let handle = tokio::spawn(async move {
+        let graceful = GracefulShutdown::new();
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        tracing::warn!("accepting a connection failed: {e}");
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        continue;
+                    }
+                },
+                () = &mut shutdown => break,
+            };
+            // Without TCP_NODELAY a stream's small writes (headers, then each event) wait on
+            // the client's delayed ACK.
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!("cannot set TCP_NODELAY on a client connection: {e}");
+            }
+            let Ok(place) = connections.clone().try_acquire_owned() else {
+                tokio::spawn(refuse(stream, limits.max_connections));
+                continue;
+            };
+            let app = app.clone();
+            // Handlers read the client's address (session affinity) from ConnectInfo.
+            let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(ConnectInfo(peer));
+                app.clone().oneshot(request)
+            });
+            let (builder, watcher) = (builder.clone(), graceful.watcher());
+            tokio::spawn(async move {
+                let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                if let Err(e) = watcher.watch(connection).await {
+                    tracing::debug!("client connection ended: {e}");
+                }
+                drop(place);
+            });
+        }
+        drop(listener);
+        graceful.shutdown().await;
+        Ok(())
+    });
+    Ok((bound, handle))
+}
+
+/// Answers a connection past `server.max_connections` with 503 (without reading it) and closes.
+async fn refuse(mut stream: TcpStream, max: u32) {
+    let body = format!(
+        r#"{{"error":{{"message":"the gateway has {max} connections open (server.max_connections); retry shortly","type":"overloaded_error","param":null,"code":"too_many_connections"}}}}"#
+    );
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(REFUSAL_WRITE_TIMEOUT, async {
+        stream.write_all(response.as_bytes()).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
