@@ -3,16 +3,26 @@
 
 use std::fs::{File, OpenOptions, Permissions};
 use std::io;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 const DIR_MODE: u32 = 0o700;
 const FILE_MODE: u32 = 0o600;
 
-/// Creates `dir` (and its parents) and makes it the owner's alone, also when it existed.
+/// Creates `dir` (and its parents) as the owner's alone. An existing directory keeps the mode
+/// its operator gave it (it may be shared on purpose); one others can read is warned about.
 pub fn create_dir(dir: &Path) -> io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
+    if dir.is_dir() {
+        let mode = std::fs::metadata(dir)?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            tracing::warn!(
+                dir = %dir.display(),
+                "the directory is open to other users (mode {mode:o}); the files in it are 600, but `chmod 700` it to hide their names too"
+            );
+        }
+        return Ok(());
+    }
+    std::fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir)
 }
 
 /// Opens `path` for writing with mode 600 (truncating it, or appending with `append`); an
@@ -52,13 +62,14 @@ mod tests {
     }
 
     #[test]
-    fn files_and_directories_are_the_owners_alone_even_when_they_existed_open() {
+    fn new_directories_and_every_file_written_are_the_owners_alone() {
         let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("data");
-        std::fs::create_dir(&dir).unwrap();
-        std::fs::set_permissions(&dir, Permissions::from_mode(0o755)).unwrap();
+        let dir = root.path().join("data/nested");
         create_dir(&dir).unwrap();
         assert_eq!(mode(&dir), 0o700);
+        std::fs::set_permissions(&dir, Permissions::from_mode(0o750)).unwrap();
+        create_dir(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o750, "an operator's choice for an existing directory stays");
         let file = dir.join("runtime.yaml");
         std::fs::write(&file, "old").unwrap();
         std::fs::set_permissions(&file, Permissions::from_mode(0o644)).unwrap();

@@ -28,6 +28,9 @@ fn seconds(value: f64, zero_ok: bool) -> bool {
     value.is_finite() && value <= MAX_SECONDS && (value > 0.0 || zero_ok && value == 0.0)
 }
 
+/// The largest body_limit_mb: the sandbox memory it implies stays within wasm32's 4 GiB.
+const MAX_BODY_LIMIT_MB: u64 = 256;
+
 /// Nesting no config needs; past it the text is refused before any YAML parser sees it (they
 /// recurse once per level: thousands of levels overflow the stack, and load in square time).
 const MAX_NESTING: usize = 128;
@@ -349,13 +352,19 @@ impl Collector<'_> {
         let adapter_dir: PathBuf = self.field(&top, "adapter_dir").unwrap_or_else(|| data_dir.join("adapters"));
         let cache_dir: Option<PathBuf> = self.field(&top, "cache_dir");
         let body_limit_mb: u64 = self.field(&top, "body_limit_mb").unwrap_or(32);
-        if body_limit_mb == 0 {
-            self.error("body_limit_mb", "must be at least 1", "write a size in MiB, e.g. 32");
+        if !(1..=MAX_BODY_LIMIT_MB).contains(&body_limit_mb) {
+            self.error(
+                "body_limit_mb",
+                format!("must be between 1 and {MAX_BODY_LIMIT_MB}"),
+                "write a size in MiB, e.g. 32",
+            );
         }
+        let body_limit_mb = body_limit_mb.clamp(1, MAX_BODY_LIMIT_MB);
         let sandbox: SandboxConfig = self.field(&top, "sandbox").unwrap_or_default();
         let server: super::ServerLimits = self.field(&top, "server").unwrap_or_default();
         self.check_server(&server);
         let cooldown: CooldownPolicy = self.field(&top, "cooldown").unwrap_or_default();
+        self.check_cooldown(&cooldown);
         let default_model: Option<String> = self.field::<String>(&top, "default_model").filter(|m| !m.is_empty());
         let runtime_file: PathBuf = self.field(&top, "runtime_file").unwrap_or_else(|| data_dir.join("runtime.yaml"));
         let channel_selection: ChannelSelection = self.field(&top, "channel_selection").unwrap_or_default();
@@ -488,6 +497,26 @@ impl Collector<'_> {
         }
     }
 
+    fn check_cooldown(&mut self, c: &CooldownPolicy) {
+        let spans = [
+            ("transient_base_ms", c.transient_base_ms),
+            ("transient_cap_ms", c.transient_cap_ms),
+            ("auth_ms", c.auth_ms),
+            ("rate_limit_ms", c.rate_limit_ms),
+            ("quota_cap_ms", c.quota_cap_ms),
+            ("probe_after_ms", c.probe_after_ms),
+        ];
+        for (field, ms) in spans.into_iter().chain(c.ladder_ms.iter().map(|ms| ("ladder_ms", *ms))) {
+            if ms as f64 > MAX_SECONDS * 1000.0 {
+                self.error(
+                    &format!("cooldown.{field}"),
+                    "must be at most 10000000000 ms",
+                    "write milliseconds, e.g. 5000",
+                );
+            }
+        }
+    }
+
     fn check_server(&mut self, s: &super::ServerLimits) {
         if s.max_connections == 0 || s.max_in_flight == 0 {
             let field = if s.max_connections == 0 { "server.max_connections" } else { "server.max_in_flight" };
@@ -496,6 +525,7 @@ impl Collector<'_> {
         for (field, secs) in [
             ("server.header_timeout_seconds", s.header_timeout_seconds),
             ("server.body_timeout_seconds", s.body_timeout_seconds),
+            ("server.idle_timeout_seconds", s.idle_timeout_seconds),
         ] {
             if !(seconds(secs, false) && secs <= 86_400.0) {
                 self.error(field, "must be a number of seconds above 0 (at most a day)", "write e.g. 10");
@@ -526,6 +556,13 @@ impl Collector<'_> {
                 "sandbox.cpu_ms_per_call",
                 "must be at least 1",
                 "write the CPU bound per adapter call in ms, e.g. 500",
+            );
+        }
+        if s.cpu_ms_per_call as f64 > MAX_SECONDS * 1000.0 || s.wall_ms_per_call as f64 > MAX_SECONDS * 1000.0 {
+            self.error(
+                "sandbox.wall_ms_per_call",
+                "must be at most 10000000000 ms (so must cpu_ms_per_call)",
+                "write the bound per adapter call in ms, e.g. 60000",
             );
         }
         if s.wall_ms_per_call < s.cpu_ms_per_call {

@@ -123,6 +123,9 @@ pub struct ServerLimits {
     pub header_timeout_seconds: f64,
     /// Time a client has to send a request's whole body, once its headers are in.
     pub body_timeout_seconds: f64,
+    /// A connection with no request in flight for this long is closed (keep-alive idle); a new
+    /// one must start its first request within `header_timeout_seconds`.
+    pub idle_timeout_seconds: f64,
 }
 
 impl Default for ServerLimits {
@@ -132,6 +135,7 @@ impl Default for ServerLimits {
             max_in_flight: 10_000,
             header_timeout_seconds: 10.0,
             body_timeout_seconds: 60.0,
+            idle_timeout_seconds: 75.0,
         }
     }
 }
@@ -143,6 +147,10 @@ impl ServerLimits {
 
     pub fn body_timeout(&self) -> Duration {
         Duration::from_secs_f64(self.body_timeout_seconds)
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.idle_timeout_seconds)
     }
 }
 

@@ -77,11 +77,14 @@ pub struct MemoryLimiter {
     pub hit: bool,
 }
 
+/// Memory past which an instance is retired rather than pooled: what it grew to stays
+/// committed while it idles (the cap, sized for the largest body, is far above this).
+const POOLED_MEMORY_BYTES: usize = 32 << 20;
+
 impl MemoryLimiter {
-    /// An instance that once grew past a quarter of its cap keeps that memory committed:
-    /// retire it rather than pool it.
+    /// Whether the instance grew past what an idle pooled instance may keep.
     pub fn is_bloated(&self) -> bool {
-        self.total_bytes > self.max_bytes / 4
+        self.total_bytes > POOLED_MEMORY_BYTES.min(self.max_bytes / 2)
     }
 }
 

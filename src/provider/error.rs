@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::config::SourceName;
+use crate::config::{AdapterName, SourceName};
 use crate::plugin::{ErrorKind, SandboxError};
 
 /// Which timeout fired.
@@ -32,6 +32,9 @@ pub enum AttemptError {
     /// The adapter trapped, hit a limit, or could not be checked out.
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
+    /// The adapter would not translate this request (its own verdict in transform-request).
+    #[error("adapter `{adapter}` could not translate the request: {message}")]
+    Refused { adapter: AdapterName, kind: ErrorKind, message: String },
     /// The adapter produced an HTTP request the host cannot send.
     #[error("adapter `{adapter}` built an unusable upstream request: {message}")]
     BadAdapterOutput { adapter: String, message: String },
@@ -51,4 +54,16 @@ pub enum AttemptError {
     Transport { source_name: SourceName, message: String },
     #[error("source `{source_name}` timed out {phase} (after {} ms)", after.as_millis())]
     Timeout { source_name: SourceName, phase: TimeoutPhase, after: Duration },
+}
+
+impl AttemptError {
+    /// The failure came while the adapter translated the client's request, before anything
+    /// was sent: the request's doing or the adapter's, never the source's.
+    pub fn in_translation(&self) -> bool {
+        match self {
+            AttemptError::Refused { .. } => true,
+            AttemptError::Sandbox(e) => e.call == crate::plugin::GuestCall::TransformRequest,
+            _ => false,
+        }
+    }
 }

@@ -13,11 +13,13 @@ pub const MAX_LINE_BYTES: usize = 16 << 20;
 pub const MAX_EVENT_BYTES: usize = 16 << 20;
 
 /// Why the event stream ended early.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
     /// Reading the body failed (reset, closed mid-chunk).
+    #[error("stream broke: {0}")]
     Transport(String),
     /// The upstream sent something no well-behaved stream contains (an endless line).
+    #[error("the upstream's stream is malformed: {0}")]
     Invalid(String),
 }
 

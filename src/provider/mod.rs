@@ -103,7 +103,7 @@ impl Provider {
     /// A non-streaming request: the unified response JSON, and how long the head took.
     pub async fn complete(&self, target: &Target<'_>, unified: &str) -> Result<(String, Duration), AttemptError> {
         let mut session = target.adapter.open_session(&target.context()).await?;
-        let request = guest(target.source, session.transform_request(unified).await)?;
+        let request = translated(target, session.transform_request(unified).await)?;
         let timeout = target.source.timeout();
         let started = tokio::time::Instant::now();
         let exchange = async {
@@ -124,7 +124,7 @@ impl Provider {
     /// first event must come within the first-byte timeout of sending, the head included.
     pub async fn stream(&self, target: &Target<'_>, unified: &str) -> Result<ChunkStream, AttemptError> {
         let mut session = target.adapter.open_session(&target.context()).await?;
-        let request = guest(target.source, session.transform_request(unified).await)?;
+        let request = translated(target, session.transform_request(unified).await)?;
         let timeout = target.source.first_byte_timeout();
         let first_event_by = tokio::time::Instant::now() + timeout;
         let response = tokio::time::timeout_at(first_event_by, self.send(target, request)).await.map_err(|_| {
@@ -135,7 +135,15 @@ impl Provider {
             }
         })??;
         if !response.status().is_success() {
-            let response = read_response(target, response).await?;
+            // The error body is bounded by the same deadline as the first event would be.
+            let response =
+                tokio::time::timeout_at(first_event_by, read_response(target, response)).await.map_err(|_| {
+                    AttemptError::Timeout {
+                        source_name: target.source.name.clone(),
+                        phase: TimeoutPhase::FirstByte,
+                        after: timeout,
+                    }
+                })??;
             return Err(match guest(target.source, session.transform_response(&response).await) {
                 Err(e) => e,
                 Ok(_) => AttemptError::Upstream {
@@ -209,6 +217,22 @@ async fn read_response(target: &Target<'_>, mut response: reqwest::Response) -> 
     Ok(HttpResponse { status, headers, body })
 }
 
+/// The adapter's translation of the client's request; its own refusal is [`AttemptError::Refused`].
+fn translated(
+    target: &Target<'_>,
+    result: crate::plugin::GuestResult<HttpRequest>,
+) -> Result<HttpRequest, AttemptError> {
+    match result {
+        Ok(Ok(request)) => Ok(request),
+        Ok(Err(verdict)) => Err(AttemptError::Refused {
+            adapter: target.adapter.name().clone(),
+            kind: verdict.kind,
+            message: scrub(target.source, &bounded(verdict.message)),
+        }),
+        Err(sandbox) => Err(AttemptError::Sandbox(sandbox)),
+    }
+}
+
 /// Flattens a guest call: sandbox failures and the adapter's own verdict both become attempt errors.
 fn guest<T>(
     source: &SourceConfig,
@@ -226,9 +250,9 @@ fn upstream(source: &SourceConfig, verdict: GuestError) -> AttemptError {
         source_name: source.name.clone(),
         kind: verdict.kind,
         status: verdict.status,
-        message: scrub(source, &verdict.message),
+        message: scrub(source, &bounded(verdict.message)),
         retry_after: verdict.retry_after_ms.map(Duration::from_millis),
-        code: verdict.code.map(|code| scrub(source, &code)),
+        code: verdict.code.map(|code| scrub(source, &bounded(code))),
     }
 }
 
@@ -241,7 +265,27 @@ fn transport(target: &Target<'_>, error: &reqwest::Error) -> AttemptError {
         message.push_str(&inner.to_string());
         cause = inner.source();
     }
-    AttemptError::Transport { source_name: target.source.name.clone(), message: scrub(target.source, &message) }
+    AttemptError::Transport {
+        source_name: target.source.name.clone(),
+        message: scrub(target.source, &bounded(message)),
+    }
+}
+
+/// Longest message from an upstream or adapter passed on (to the client, the log row, the
+/// journal); the rest is cut.
+const MAX_MESSAGE_BYTES: usize = 2048;
+
+/// `message` cut to [`MAX_MESSAGE_BYTES`] on a character boundary.
+fn bounded(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE_BYTES {
+        let mut cut = MAX_MESSAGE_BYTES;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+        message.push('…');
+    }
+    message
 }
 
 /// Upstream messages sometimes echo the key they were sent; never pass it on.

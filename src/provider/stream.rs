@@ -207,15 +207,14 @@ async fn step(st: &mut State) -> Result<StreamOutput, AttemptError> {
     let (at, phase, after) = limit;
     match tokio::time::timeout_at(at, st.events.next()).await {
         Err(_) => Err(AttemptError::Timeout { source_name: source.name.clone(), phase, after }),
-        Ok(Some(Err(FrameError::Transport(message)))) => Err(AttemptError::Transport {
-            source_name: source.name.clone(),
-            message: format!("stream broke: {message}"),
-        }),
-        Ok(Some(Err(FrameError::Invalid(message)))) => Err(AttemptError::Upstream {
+        Ok(Some(Err(e @ FrameError::Transport(_)))) => {
+            Err(AttemptError::Transport { source_name: source.name.clone(), message: e.to_string() })
+        }
+        Ok(Some(Err(e @ FrameError::Invalid(_)))) => Err(AttemptError::Upstream {
             source_name: source.name.clone(),
             kind: crate::plugin::ErrorKind::InvalidResponse,
             status: None,
-            message: format!("the upstream's stream is malformed: {message}"),
+            message: e.to_string(),
             retry_after: None,
             code: None,
         }),

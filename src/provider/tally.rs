@@ -21,7 +21,7 @@ pub struct Tally {
     /// Whether `prompt_tokens`/`completion_tokens` are the gateway's estimate.
     pub estimated: bool,
     content: String,
-    /// Bytes of reasoning text (counted, not kept).
+    /// Bytes of reasoning text and of the choices after the first (counted, not kept).
     reasoning_bytes: usize,
     /// (id, name, arguments) by tool-call index.
     tool_calls: Vec<(String, String, String)>,
@@ -65,6 +65,21 @@ struct Message {
     tool_calls: Vec<ToolCall>,
 }
 
+impl Message {
+    /// Bytes of text it carries: content, reasoning and tool calls.
+    fn generated_bytes(&self) -> usize {
+        let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).map_or(0, str::len);
+        let calls: usize = self
+            .tool_calls
+            .iter()
+            .map(|c| {
+                c.function.name.as_ref().map_or(0, String::len) + c.function.arguments.as_ref().map_or(0, String::len)
+            })
+            .sum();
+        text(&self.content) + text(&self.reasoning_content) + calls
+    }
+}
+
 #[derive(Deserialize)]
 struct Choice {
     message: Option<Message>,
@@ -102,7 +117,13 @@ impl Tally {
             self.cached_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
             self.usage_seen = true;
         }
-        let Some(message) = view.choices.into_iter().next().and_then(part) else { return usage_only };
+        let mut choices = view.choices.into_iter();
+        let first = choices.next().and_then(part);
+        // Further choices (`n` > 1) count for estimates; the books' message is the first one.
+        for message in choices.filter_map(part) {
+            self.reasoning_bytes += message.generated_bytes();
+        }
+        let Some(message) = first else { return usage_only };
         self.content.push_str(message.content.as_ref().and_then(Value::as_str).unwrap_or_default());
         self.reasoning_bytes += message.reasoning_content.as_ref().and_then(Value::as_str).map_or(0, str::len);
         for (position, call) in message.tool_calls.into_iter().enumerate() {
@@ -165,15 +186,23 @@ const BYTES_PER_TOKEN: u64 = 4;
 const TOKENS_PER_IMAGE: u64 = 85;
 
 /// Estimated prompt tokens of a unified request: its text at about 4 bytes a token, each
-/// inline (base64) image at a flat rate instead of its encoded size. One linear scan.
+/// inline image (a JSON string `"data:image/…;base64,…"`) at a flat rate instead of its
+/// encoded size. One linear scan.
 pub fn prompt_estimate(unified: &str) -> u64 {
-    const MARK: &str = ";base64,";
+    const MARK: &str = "\"data:image/";
     let (mut text, mut images, mut rest) = (0usize, 0u64, unified);
     while let Some(at) = rest.find(MARK) {
-        text += at;
-        images += 1;
-        let data = &rest[at + MARK.len()..];
-        rest = &data[data.find('"').unwrap_or(data.len())..];
+        let data = &rest[at + 1..];
+        let end = data.find('"').unwrap_or(data.len());
+        // Only base64 counts as an image; anything else is text like the rest.
+        let is_image = data[..end].split_once(',').is_some_and(|(head, _)| head.ends_with(";base64"));
+        if is_image {
+            text += at;
+            images += 1;
+        } else {
+            text += at + 1 + end;
+        }
+        rest = &data[end..];
     }
     text += rest.len();
     (text as u64).div_ceil(BYTES_PER_TOKEN) + images * TOKENS_PER_IMAGE
@@ -226,6 +255,11 @@ mod tests {
         assert_eq!((t.prompt_tokens, t.completion_tokens, t.tokens(), t.estimated), (7, 3, 10, true));
 
         let mut t = Tally::default();
+        t.add_chunk(r#"{"choices":[{"delta":{"content":"abcd"}},{"index":1,"delta":{"content":"efghijkl"}}]}"#);
+        t.settle(0);
+        assert_eq!(t.completion_tokens, 3, "every choice counts");
+
+        let mut t = Tally::default();
         assert!(t.add_chunk(r#"{"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1}}"#));
         t.settle(7);
         assert_eq!((t.tokens(), t.estimated), (3, false), "reported usage is never replaced");
@@ -237,6 +271,10 @@ mod tests {
         assert_eq!(prompt_estimate(text), (text.len() as u64).div_ceil(4));
         let image = format!(r#"{{"url":"data:image/png;base64,{}"}}"#, "A".repeat(1 << 20));
         assert!(prompt_estimate(&image) < 100, "{}", prompt_estimate(&image));
+        let posing = format!(r#"{{"content":"x;base64,{}"}}"#, "A".repeat(1 << 20));
+        assert!(prompt_estimate(&posing) > (1 << 18), "text that merely mentions base64 is text");
+        let posing = format!(r#"{{"content":"data:image/png,{}"}}"#, "A".repeat(1 << 20));
+        assert!(prompt_estimate(&posing) > (1 << 18), "not base64: text");
     }
 
     #[test]

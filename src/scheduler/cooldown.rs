@@ -90,7 +90,7 @@ impl Window {
     /// window without an end too).
     pub fn probe_from(&self, probe_after: Duration) -> UnixMs {
         let half = self.until.map_or(u64::MAX, |until| (until.0 - self.start.0) / 2);
-        let from = UnixMs(self.start.0 + half.min(probe_after.as_millis() as u64));
+        let from = UnixMs(self.start.0.saturating_add(half.min(probe_after.as_millis() as u64)));
         self.no_probe_before.map_or(from, |t| from.max(t))
     }
 }
@@ -125,13 +125,22 @@ impl SlotHealth {
     }
 
     pub fn on_failure(&mut self, failure: Failure, now: UnixMs, policy: &CooldownPolicy) {
+        // An upstream's Retry-After is honoured up to the longest rest there is.
+        let failure = match failure {
+            Failure::RateLimited { retry_after } => Failure::RateLimited {
+                retry_after: retry_after.map(|d| d.min(Duration::from_millis(policy.quota_cap_ms))),
+            },
+            other => other,
+        };
         let rest = match failure {
             Failure::Transient => {
-                self.failures += 1;
-                if self.failures < policy.failure_threshold {
+                self.failures = self.failures.saturating_add(1);
+                // Below the threshold nothing opens, unless a window is open already (a failed
+                // probe): that one is replaced, so its probe place is freed.
+                if self.failures < policy.failure_threshold && self.window.is_none() {
                     return;
                 }
-                let step = self.failures - policy.failure_threshold;
+                let step = self.failures.saturating_sub(policy.failure_threshold);
                 if policy.ladder_ms.is_empty() {
                     let ms = policy.transient_base_ms.saturating_mul(1u64 << step.min(20));
                     Some(ms.min(policy.transient_cap_ms))
@@ -141,11 +150,11 @@ impl SlotHealth {
                 }
             }
             Failure::Auth => {
-                self.failures += 1;
+                self.failures = self.failures.saturating_add(1);
                 Some(policy.auth_ms)
             }
             Failure::RateLimited { retry_after } => {
-                self.failures += 1;
+                self.failures = self.failures.saturating_add(1);
                 Some(policy.rate_limit_ms.max(retry_after.map_or(0, |d| d.as_millis() as u64)))
             }
             Failure::QuotaExhausted { window_ends_in } => {
@@ -252,6 +261,22 @@ mod tests {
         assert_eq!(until(&h), 300);
         assert_eq!(h.admission(T0.plus(s(14)), 10, P), Admission::Closed);
         assert_eq!(h.admission(T0.plus(s(15)), 10, P), Admission::Probe, "not at 150 s");
+    }
+
+    #[test]
+    fn a_failed_probe_below_the_threshold_still_frees_its_place_and_retry_after_is_capped() {
+        let keyway = CooldownPolicy { failure_threshold: 3, ladder_ms: vec![60_000], ..Default::default() };
+        let mut h = SlotHealth::default();
+        h.on_failure(Failure::RateLimited { retry_after: None }, T0, &keyway);
+        h.probes_in_flight = 1;
+        h.on_failure(Failure::Transient, T0.plus(s(20)), &keyway);
+        assert_eq!((h.failures, h.probes_in_flight), (2, 0), "a new window replaced the probed one");
+        assert_eq!(h.window.unwrap().start, T0.plus(s(20)));
+
+        let mut h = SlotHealth::default();
+        h.on_failure(Failure::RateLimited { retry_after: Some(s(u64::MAX / 2_000)) }, T0, &keyway);
+        assert_eq!(until(&h), 1800, "capped at the longest rest");
+        assert_eq!(h.admission(T0.plus(s(1800)), 10, P), Admission::Healthy);
     }
 
     #[test]

@@ -83,8 +83,31 @@ pub struct Plan<'a> {
     pub affinity_hit: bool,
 }
 
-/// What an attempt's error means for the slot: `None` = the request itself was wrong (it goes
-/// back to the client, nothing cools, nothing else is tried).
+/// What an attempt's error means for the request and the slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The request itself is wrong: it goes back to the client, nothing cools, nothing else is
+    /// tried.
+    Client,
+    /// This adapter could not translate this request: other adapters may, nothing cools.
+    OtherAdapter,
+    /// The source failed: the slot cools and the next candidate is tried.
+    Cool(Failure),
+}
+
+pub fn verdict(error: &AttemptError) -> Verdict {
+    match error {
+        AttemptError::Refused {
+            kind: ErrorKind::BadRequest | ErrorKind::Unsupported | ErrorKind::ContentPolicy,
+            ..
+        } => Verdict::Client,
+        e if e.in_translation() => Verdict::OtherAdapter,
+        e => classify(e).map_or(Verdict::Client, Verdict::Cool),
+    }
+}
+
+/// What an upstream's (or the way to it) error means for the slot: `None` = the request itself
+/// was wrong.
 pub fn classify(error: &AttemptError) -> Option<Failure> {
     match error {
         AttemptError::Upstream { kind, retry_after, .. } => match kind {
@@ -96,14 +119,22 @@ pub fn classify(error: &AttemptError) -> Option<Failure> {
                 Some(Failure::Transient)
             }
         },
-        // Translating this client's request broke the sandbox (a body too big for the memory
-        // cap, say): the request's doing, not the source's, so nothing cools.
+        // Translating the client's request failed: nothing was sent, the source is not at fault.
+        AttemptError::Refused { .. } => None,
         AttemptError::Sandbox(e) if e.call == crate::plugin::GuestCall::TransformRequest => None,
         AttemptError::Sandbox(_)
         | AttemptError::BadAdapterOutput { .. }
         | AttemptError::Transport { .. }
         | AttemptError::Timeout { .. } => Some(Failure::Transient),
     }
+}
+
+/// A key's quota has no room for another call: tokens used in its window, and those set
+/// aside by its calls in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeySpent {
+    pub used: u64,
+    pub reserved: u64,
 }
 
 /// The scheduler's settings, taken from the config.
@@ -369,15 +400,15 @@ impl Scheduler {
     }
 
     /// Admits another call for `key` when its used tokens plus those its calls in flight set
-    /// aside stay under `quota`, and sets `tokens` aside for it; otherwise (used, reserved).
-    /// A key can so overrun its quota by at most one call's worth, however many run at once.
-    pub fn reserve_key(&self, key: &KeyName, quota: Quota, tokens: u64) -> Result<(), (u64, u64)> {
+    /// aside stay under `quota`, and sets `tokens` aside for it. A key can so overrun its quota
+    /// by at most one call's worth, however many run at once.
+    pub fn reserve_key(&self, key: &KeyName, quota: Quota, tokens: u64) -> Result<(), KeySpent> {
         let now = self.clock.now();
         let mut inner = self.lock();
         let used = inner.key_usage.get(&(key.clone(), quota.period)).map_or(0, |u| u.used(quota.period, now));
         let reserved = inner.key_reserved.entry(key.clone()).or_default();
         if used.saturating_add(*reserved) >= quota.tokens {
-            return Err((used, *reserved));
+            return Err(KeySpent { used, reserved: *reserved });
         }
         *reserved = reserved.saturating_add(tokens);
         Ok(())

@@ -8,7 +8,6 @@ use axum::http::StatusCode;
 use super::Gateway;
 use super::auth::KeyEntry;
 use super::error::ApiError;
-use crate::provider::prompt_estimate;
 
 /// Completion tokens set aside for a call that names no `max_tokens`: the books learn the
 /// real figure when it ends; until then parallel calls cannot all slip under the quota.
@@ -30,12 +29,12 @@ impl Drop for Reservation {
 
 /// Admits one call of `key` with request `unified`, setting aside its estimated tokens; a key
 /// whose quota is spent (counting what its calls in flight set aside) gets 429.
-pub fn admit(gw: &Arc<Gateway>, key: &KeyEntry, unified: &str) -> Result<Reservation, ApiError> {
+pub fn admit(gw: &Arc<Gateway>, key: &KeyEntry, unified: &str, prompt_estimate: u64) -> Result<Reservation, ApiError> {
     let Some(quota) = key.quota else { return Ok(Reservation { held: None }) };
-    let tokens = prompt_estimate(unified).saturating_add(max_tokens(unified).unwrap_or(DEFAULT_COMPLETION_RESERVE));
+    let tokens = prompt_estimate.saturating_add(completion_reserve(unified));
     match gw.scheduler.reserve_key(&key.name, quota, tokens) {
         Ok(()) => Ok(Reservation { held: Some((gw.clone(), key.name.clone(), tokens)) }),
-        Err((used, reserved)) => {
+        Err(crate::scheduler::KeySpent { used, reserved }) => {
             let resets = match gw.scheduler.window_end(quota.period) {
                 Some(end) => format!("; it resets in {} s", end.since(gw.scheduler.now()).as_secs().max(1)),
                 None => String::new(),
@@ -55,15 +54,20 @@ pub fn admit(gw: &Arc<Gateway>, key: &KeyEntry, unified: &str) -> Result<Reserva
     }
 }
 
-/// The request's `max_tokens` (or `max_completion_tokens`), found without parsing it whole.
-fn max_tokens(unified: &str) -> Option<u64> {
+/// Completion tokens to set aside: the request's `max_completion_tokens` (or `max_tokens`,
+/// or [`DEFAULT_COMPLETION_RESERVE`]) for each of its `n` choices. The other fields are skipped
+/// unread.
+fn completion_reserve(unified: &str) -> u64 {
     #[derive(serde::Deserialize)]
     struct Limits {
         max_tokens: Option<u64>,
         max_completion_tokens: Option<u64>,
+        n: Option<u64>,
     }
-    let limits: Limits = serde_json::from_str(unified).ok()?;
-    limits.max_completion_tokens.or(limits.max_tokens)
+    let limits: Option<Limits> = serde_json::from_str(unified).ok();
+    let per_choice =
+        limits.as_ref().and_then(|l| l.max_completion_tokens.or(l.max_tokens)).unwrap_or(DEFAULT_COMPLETION_RESERVE);
+    per_choice.saturating_mul(limits.and_then(|l| l.n).unwrap_or(1).clamp(1, 128))
 }
 
 #[cfg(test)]
@@ -72,9 +76,10 @@ mod tests {
 
     #[test]
     fn a_requests_completion_limit_is_what_it_sets_aside() {
-        assert_eq!(max_tokens(r#"{"model":"m","max_tokens":50,"messages":[]}"#), Some(50));
-        assert_eq!(max_tokens(r#"{"max_tokens":50,"max_completion_tokens":20}"#), Some(20));
-        assert_eq!(max_tokens(r#"{"messages":[{"content":"max_tokens"}]}"#), None);
-        assert_eq!(max_tokens(r#"{"max_tokens":-1}"#), None);
+        assert_eq!(completion_reserve(r#"{"model":"m","max_tokens":50,"messages":[]}"#), 50);
+        assert_eq!(completion_reserve(r#"{"max_tokens":50,"max_completion_tokens":20}"#), 20);
+        assert_eq!(completion_reserve(r#"{"max_tokens":50,"n":3}"#), 150, "per choice");
+        assert_eq!(completion_reserve(r#"{"messages":[{"content":"max_tokens"}]}"#), DEFAULT_COMPLETION_RESERVE);
+        assert_eq!(completion_reserve(r#"{"max_tokens":-1}"#), DEFAULT_COMPLETION_RESERVE);
     }
 }

@@ -2,12 +2,14 @@
 //! SSE ending in `data: [DONE]`.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 
 use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use serde_json::value::RawValue;
 
 use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
 use super::error::ApiError;
@@ -32,7 +34,7 @@ async fn handle(mut incoming: Incoming, request_id: String) -> Result<Response, 
     // stream always asks for usage: the books need it whatever the client wants to see.
     let sent = std::str::from_utf8(&bytes).map_err(|_| ApiError::invalid_request("request body is not UTF-8"))?;
     let hide_usage = request.streaming() && !request.wants_stream_usage();
-    let unified = if hide_usage { asking_for_usage(sent, request.stream_options.is_some()) } else { sent.into() };
+    let unified = if hide_usage { asking_for_usage(sent, request.stream_options.is_some())? } else { sent.into() };
     let call = Call {
         model: &request.model,
         unified: &unified,
@@ -87,22 +89,32 @@ fn sse_response(chunks: ChunkStream, started: std::time::Instant) -> Response {
         .expect("static headers are valid")
 }
 
-/// `body` (a validated JSON object) with `stream_options.include_usage` set. Without a
-/// `stream_options` of the client's the member is appended as text, sparing a re-encode.
-fn asking_for_usage(body: &str, has_stream_options: bool) -> Cow<'_, str> {
-    const MEMBER: &str = r#""stream_options":{"include_usage":true}"#;
-    if has_stream_options {
-        let mut value: serde_json::Value = serde_json::from_str(body).expect("validated JSON");
-        let options = &mut value["stream_options"];
-        if !options.is_object() {
-            *options = serde_json::json!({});
-        }
-        options["include_usage"] = true.into();
-        return value.to_string().into();
+/// `body` (a validated JSON object) with `stream_options.include_usage` set. The other members
+/// pass as the client wrote them (raw, never re-parsed into values): without a
+/// `stream_options` of the client's the member is appended as text; with one, the object's
+/// members are rewritten around the new `stream_options` (the client's other options kept).
+fn asking_for_usage(body: &str, has_stream_options: bool) -> Result<Cow<'_, str>, ApiError> {
+    if !has_stream_options {
+        let close = body.rfind('}').ok_or_else(|| ApiError::invalid_request("request body must be a JSON object"))?;
+        let empty = body[..close].trim_end().ends_with('{');
+        let member = r#""stream_options":{"include_usage":true}"#;
+        return Ok(format!("{}{}{member}}}", &body[..close], if empty { "" } else { "," }).into());
     }
-    let close = body.rfind('}').expect("validated JSON object");
-    let empty = body[..close].trim_end().ends_with('{');
-    format!("{}{}{MEMBER}}}", &body[..close], if empty { "" } else { "," }).into()
+    let invalid = |e: serde_json::Error| ApiError::invalid_request(format!("request body is not valid JSON: {e}"));
+    let members: BTreeMap<String, &RawValue> = serde_json::from_str(body).map_err(invalid)?;
+    let mut options: serde_json::Map<String, serde_json::Value> =
+        members.get("stream_options").and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
+    options.insert("include_usage".into(), true.into());
+    let mut out = String::with_capacity(body.len() + 48);
+    out.push('{');
+    for (name, value) in members.iter().filter(|(name, _)| *name != "stream_options") {
+        out.push_str(&serde_json::Value::from(name.as_str()).to_string());
+        out.push(':');
+        out.push_str(value.get());
+        out.push(',');
+    }
+    out.push_str(&format!(r#""stream_options":{}}}"#, serde_json::Value::Object(options)));
+    Ok(out.into())
 }
 
 fn sse_data(json: &str) -> Bytes {
@@ -120,7 +132,7 @@ mod tests {
     #[test]
     fn a_stream_always_asks_the_upstream_for_usage() {
         let asked = |body: &str, has: bool| -> serde_json::Value {
-            serde_json::from_str(&asking_for_usage(body, has)).unwrap()
+            serde_json::from_str(&asking_for_usage(body, has).unwrap()).unwrap()
         };
         let v = asked("{\"model\":\"m\",\"stream\":true}  \n", false);
         assert_eq!((v["model"].as_str(), v["stream_options"]["include_usage"].as_bool()), (Some("m"), Some(true)));
@@ -131,5 +143,11 @@ mod tests {
             asked(r#"{"stream_options":[true]}"#, true)["stream_options"],
             serde_json::json!({"include_usage": true})
         );
+        // Members pass raw: numbers out of f64's range and deep nesting are the upstream's to judge.
+        let deep = format!("{}1{}", "[".repeat(300), "]".repeat(300));
+        let body = format!(r#"{{"x":1e400,"d":{deep},"stream_options":{{}}}}"#);
+        let out = asking_for_usage(&body, true).unwrap();
+        assert!(out.contains(r#""x":1e400"#) && out.contains(&deep), "{out}");
+        assert!(out.ends_with(r#""stream_options":{"include_usage":true}}"#), "{out}");
     }
 }

@@ -24,7 +24,7 @@ use crate::config::{KeyName, ModelKind, RouteConfig, RouteMode};
 use crate::plugin::Operation;
 use crate::provider::{AttemptError, ChunkStream, StreamEnd, Tally, Target};
 use crate::router::{self, AUTO, Planned, Resolution};
-use crate::scheduler::{self, Candidate, Failure, SkipReason, Skipped, SlotKey, Timing, UnixMs};
+use crate::scheduler::{self, Candidate, Failure, SkipReason, Skipped, SlotKey, Timing, UnixMs, Verdict};
 
 /// Route calls deeper than this (a vision route whose vision route is...) are refused.
 const MAX_DEPTH: u8 = 3;
@@ -226,8 +226,8 @@ pub async fn serve(
         ModelKind::Image => Operation::Image,
     };
     // Every call counts against the key, the ones the gateway makes on its behalf too.
-    let mut reservation = Some(admission::admit(gw, key, call.unified)?);
     let prompt_estimate = crate::provider::prompt_estimate(call.unified);
+    let mut reservation = Some(admission::admit(gw, key, call.unified, prompt_estimate)?);
     let conversation = Conversation::of(&key.name, call, gw.scheduler.policy().affinity.enabled);
     let plan = gw.scheduler.plan(candidates, call.model, conversation.query.as_deref());
     if plan.affinity_hit {
@@ -235,10 +235,15 @@ pub async fn serve(
     }
 
     let mut report = Report::new(plan.skipped);
+    let mut untranslatable = Vec::new();
     for (attempt, candidate) in plan.candidates.into_iter().enumerate() {
         let slot = SlotKey::of(&candidate.resolved);
         let source = candidate.resolved.source;
         let Some(adapter) = gw.plugins.adapter(&source.adapter) else { continue };
+        if untranslatable.contains(adapter.name()) {
+            report.note(&candidate, format!("adapter `{}` could not translate this request", adapter.name()));
+            continue;
+        }
         if candidate.probe && !gw.scheduler.admit_probe(&slot, source.max_concurrent) {
             report.note(&candidate, "cooling down (its probe places are taken)".into());
             continue;
@@ -312,12 +317,19 @@ pub async fn serve(
             }
             Err(e) => {
                 log.failed(gw, &slot, started, &e);
-                match scheduler::classify(&e) {
+                match scheduler::verdict(&e) {
                     // The request itself is wrong: no other source would take it either.
-                    None => {
+                    Verdict::Client => {
                         return Err(ApiError::from(&e));
                     }
-                    Some(failure) => {
+                    // This adapter cannot translate this request: the other candidates it
+                    // serves would fail alike (and cost as much); nothing cools.
+                    Verdict::OtherAdapter => {
+                        tracing::warn!(adapter = %adapter.name(), "translation failed, trying other adapters: {e}");
+                        untranslatable.push(adapter.name().clone());
+                        report.failed(&candidate, e);
+                    }
+                    Verdict::Cool(failure) => {
                         let failure = align_quota_failure(failure, &candidate, gw.scheduler.now());
                         let ms = elapsed.as_millis() as u64;
                         tracing::warn!(source = %name, ms, "attempt failed, trying the next candidate: {e}");

@@ -53,7 +53,14 @@ impl From<&AttemptError> for ApiError {
     fn from(error: &AttemptError) -> Self {
         let message = error.to_string();
         match error {
-            AttemptError::Sandbox(_) | AttemptError::BadAdapterOutput { .. } => {
+            AttemptError::Refused {
+                kind: kind @ (ErrorKind::BadRequest | ErrorKind::Unsupported | ErrorKind::ContentPolicy),
+                ..
+            } => {
+                let (status, kind_name, code) = upstream_kind(*kind);
+                ApiError::new(status, kind_name, message).code(code)
+            }
+            AttemptError::Refused { .. } | AttemptError::Sandbox(_) | AttemptError::BadAdapterOutput { .. } => {
                 ApiError::new(StatusCode::BAD_GATEWAY, "adapter_error", message)
             }
             AttemptError::Transport { .. } => {

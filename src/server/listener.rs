@@ -1,16 +1,20 @@
 //! Accepting client connections: at most `server.max_connections` open (past it a 503 with
-//! Retry-After, then close), a header read timeout against slowloris, TCP_NODELAY, and a
-//! graceful shutdown that lets open requests finish.
+//! Retry-After, then close), silent and idle connections closed, a header read timeout against
+//! slowloris, TCP_NODELAY, and a graceful shutdown that lets open requests finish.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
@@ -62,16 +66,26 @@ pub async fn serve(
                 continue;
             };
             let app = app.clone();
+            let activity = Arc::new(Activity::default());
+            let seen = activity.clone();
             // Handlers read the client's address (session affinity) from ConnectInfo.
             let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
                 request.extensions_mut().insert(ConnectInfo(peer));
-                app.clone().oneshot(request)
+                let busy = Busy::start(seen.clone());
+                let response = app.clone().oneshot(request);
+                async move { response.await.map(|r| r.map(|inner| Body::new(BusyBody { inner, _busy: busy }))) }
             });
             let (builder, watcher) = (builder.clone(), graceful.watcher());
+            let idle = (limits.header_timeout(), limits.idle_timeout());
             tokio::spawn(async move {
-                let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                if let Err(e) = watcher.watch(connection).await {
-                    tracing::debug!("client connection ended: {e}");
+                let connection = watcher.watch(builder.serve_connection_with_upgrades(TokioIo::new(stream), service));
+                tokio::select! {
+                    ended = connection => {
+                        if let Err(e) = ended {
+                            tracing::debug!("client connection ended: {e}");
+                        }
+                    }
+                    () = activity.idle(idle) => tracing::debug!("idle client connection closed"),
                 }
                 drop(place);
             });
@@ -83,6 +97,75 @@ pub async fn serve(
     Ok((bound, handle))
 }
 
+/// What a connection is doing, for closing it when it does nothing: the count of requests in
+/// flight on it (their bodies included) and whether one started or ended since the last look.
+#[derive(Default)]
+struct Activity {
+    busy: AtomicUsize,
+    touched: AtomicBool,
+}
+
+impl Activity {
+    /// Resolves once the connection has been idle too long: no request by `first` after it
+    /// opened (a silent socket, an HTTP/2 preface and nothing more), then none in flight and
+    /// none started for a whole `keep_alive`.
+    async fn idle(&self, (first, keep_alive): (Duration, Duration)) {
+        let mut wait = first;
+        loop {
+            tokio::time::sleep(wait).await;
+            let touched = self.touched.swap(false, Ordering::AcqRel);
+            if self.busy.load(Ordering::Acquire) == 0 && !touched {
+                return;
+            }
+            wait = keep_alive;
+        }
+    }
+}
+
+/// One request in flight on a connection, until its response body is dropped.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn start(activity: Arc<Activity>) -> Busy {
+        activity.busy.fetch_add(1, Ordering::AcqRel);
+        activity.touched.store(true, Ordering::Release);
+        Busy(activity)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::AcqRel);
+        self.0.touched.store(true, Ordering::Release);
+    }
+}
+
+/// A response body that keeps its request counted as in flight until it is done.
+struct BusyBody {
+    inner: Body,
+    _busy: Busy,
+}
+
+impl http_body::Body for BusyBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
 /// Answers a connection past `server.max_connections` with 503 (without reading it) and closes.
 async fn refuse(mut stream: TcpStream, max: u32) {
     let body = format!(
@@ -92,9 +175,14 @@ async fn refuse(mut stream: TcpStream, max: u32) {
         "HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
+    // Then read what the client sent until it closes: closing with its request unread would
+    // reset the connection, and the client might never see the 503.
     let _ = tokio::time::timeout(REFUSAL_WRITE_TIMEOUT, async {
         stream.write_all(response.as_bytes()).await?;
-        stream.shutdown().await
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        while stream.read(&mut sink).await? > 0 {}
+        Ok::<_, std::io::Error>(())
     })
     .await;
 }

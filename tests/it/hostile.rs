@@ -945,3 +945,74 @@ async fn an_admin_body_over_the_limit_is_answered_with_error_json() {
     assert_eq!(body["error"]["code"], "request_too_large", "{body}");
     assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Review follow-ups: idle connections, translation failures, stalled error bodies.
+
+#[tokio::test]
+async fn silent_and_idle_connections_are_closed() {
+    let gw =
+        TestGateway::start(&config_with("server: {header_timeout_seconds: 0.5, idle_timeout_seconds: 0.5}\n")).await;
+    let addr = gateway_addr(&gw);
+    // Nothing at all, and an HTTP/2 preface with no stream after it: both hold no place for long.
+    let mut silent = TcpStream::connect(&addr).await.unwrap();
+    let mut preface = TcpStream::connect(&addr).await.unwrap();
+    preface.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.unwrap();
+    let started = Instant::now();
+    within(GUARD, "a silent connection closed", read_until_closed(&mut silent)).await;
+    within(GUARD, "a preface-only connection closed", read_until_closed(&mut preface)).await;
+    assert!(started.elapsed() >= Duration::from_millis(400), "closed after {:?}", started.elapsed());
+
+    // A keep-alive connection is served, then closed once idle.
+    let mut kept = TcpStream::connect(&addr).await.unwrap();
+    kept.write_all(b"GET /health HTTP/1.1\r\nhost: gw\r\n\r\n").await.unwrap();
+    let raw = within(GUARD, "served, then closed when idle", read_until_closed(&mut kept)).await;
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+}
+
+#[tokio::test]
+async fn a_request_one_adapter_cannot_translate_goes_to_another_adapter_and_cools_nothing() {
+    let mock = MockUpstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("adapters")).unwrap();
+    let picky = "return { name = 'picky', transform_request = function(raw) error('cannot translate this') end }";
+    std::fs::write(dir.path().join("adapters/picky.lua"), picky).unwrap();
+    let sources = format!(
+        "admin_token: {ADMIN}\nchannel_selection: order\nsources:\n  - {{name: first, adapter: picky, base_url: '{url}', models: [{{name: m, upstream: fixture}}]}}\n  - {{name: second, adapter: picky, base_url: '{url}', models: [{{name: m, upstream: fixture}}]}}\n  - {{name: third, base_url: '{url}', models: [{{name: m, upstream: 'say:served by openai'}}]}}\n",
+        url = mock.url
+    );
+    let gw = TestGateway::start_in(dir, &config_with(&sources)).await;
+    let (status, body) = status_json(gw.chat(chat_body("m", false)).await).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "served by openai");
+    let rows = log_rows(&gw, "").await;
+    let tried: Vec<&str> = rows.iter().filter_map(|r| r["source"].as_str()).collect();
+    assert!(tried.contains(&"first") && !tried.contains(&"second"), "the same adapter is not tried twice: {tried:?}");
+    assert!(gw.gateway.scheduler.health().is_empty(), "nothing cools: {:?}", gw.gateway.scheduler.health());
+}
+
+#[tokio::test]
+async fn an_error_head_whose_body_stalls_is_bounded_by_the_first_byte_timeout() {
+    // An upstream that answers 500, promises a body and never sends it.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut buf = [0u8; 65536];
+            let _ = stream.read(&mut buf).await;
+            let _ = stream
+                .write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"error\":")
+                .await;
+            held.push(stream);
+        }
+    });
+    let gw = TestGateway::start(&config_with(&format!(
+        "{NEVER_COOL}sources:\n  - {{name: stalls, base_url: '{url}', first_byte_timeout_seconds: 0.5, models: [{{name: m}}]}}\n"
+    )))
+    .await;
+    let started = Instant::now();
+    let response = within(GUARD, "the attempt bounded", gw.chat(chat_body("m", true))).await;
+    assert_eq!(response.status(), 504, "{:?}", response.text().await);
+    assert!(started.elapsed() >= Duration::from_millis(400));
+}
