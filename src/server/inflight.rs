@@ -2,18 +2,16 @@
 //! with Retry-After at once, in its front door's error format; a place is held until the
 //! response body (a stream) ends.
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 
 use super::error::ApiError;
+use super::guarded::Guarded;
 
 pub async fn limit(State(places): State<Arc<Semaphore>>, request: Request, next: Next) -> Response {
     let Ok(place) = places.try_acquire_owned() else {
@@ -32,32 +30,5 @@ pub async fn limit(State(places): State<Arc<Semaphore>>, request: Request, next:
         return response;
     };
     // The place goes with the body: a stream keeps it until its last event.
-    next.run(request).await.map(|inner| Body::new(Holding { inner, _place: place }))
-}
-
-/// A response body that holds an in-flight place until it is dropped; size and end pass
-/// through (a JSON answer keeps its content-length).
-struct Holding {
-    inner: Body,
-    _place: OwnedSemaphorePermit,
-}
-
-impl http_body::Body for Holding {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
-    }
+    next.run(request).await.map(|body| Guarded::body(body, place))
 }

@@ -3,13 +3,10 @@
 //! slowloris, TCP_NODELAY, and a graceful shutdown that lets open requests finish.
 
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -20,6 +17,7 @@ use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
 use super::Gateway;
+use super::guarded::Guarded;
 
 /// Longest a refused connection is given to take its 503.
 const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -73,7 +71,7 @@ pub async fn serve(
                 request.extensions_mut().insert(ConnectInfo(peer));
                 let busy = Busy::start(seen.clone());
                 let response = app.clone().oneshot(request);
-                async move { response.await.map(|r| r.map(|inner| Body::new(BusyBody { inner, _busy: busy }))) }
+                async move { response.await.map(|r| r.map(|body| Guarded::body(body, busy))) }
             });
             let (builder, watcher) = (builder.clone(), graceful.watcher());
             let idle = (limits.header_timeout(), limits.idle_timeout());
@@ -137,32 +135,6 @@ impl Drop for Busy {
     fn drop(&mut self) {
         self.0.busy.fetch_sub(1, Ordering::AcqRel);
         self.0.touched.store(true, Ordering::Release);
-    }
-}
-
-/// A response body that keeps its request counted as in flight until it is done.
-struct BusyBody {
-    inner: Body,
-    _busy: Busy,
-}
-
-impl http_body::Body for BusyBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
     }
 }
 

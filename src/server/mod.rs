@@ -8,6 +8,7 @@ mod chat;
 mod dispatch;
 mod embeddings;
 mod error;
+mod guarded;
 mod images;
 mod inflight;
 mod listener;

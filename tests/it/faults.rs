@@ -296,15 +296,7 @@ async fn s11_finish_reason_then_close_without_done_finishes_with_usage() {
     assert_eq!((answer.content.as_str(), answer.finish.as_deref()), (PRIMARY.text, Some("stop")));
     assert_eq!(answer.usage, Some(json_of(&PRIMARY.usage())));
 
-    let logs: Value = reqwest::Client::new()
-        .get(format!("{}/admin/api/logs?source=primary", gw.url))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let logs = gw.admin_json(ADMIN, "/admin/api/logs?source=primary").await;
     let row = &logs["rows"][0];
     assert_eq!(logs["total"], 1, "{logs}");
     assert_eq!(

@@ -72,9 +72,7 @@ async fn status_json(response: reqwest::Response) -> (StatusCode, Value) {
 }
 
 async fn admin_get(gw: &TestGateway, path: &str) -> Value {
-    let response = reqwest::Client::new().get(format!("{}{path}", gw.url)).bearer_auth(ADMIN).send().await.unwrap();
-    assert_eq!(response.status(), 200, "{path}");
-    response.json().await.unwrap()
+    gw.admin_json(ADMIN, path).await
 }
 
 /// The request-log rows matching `query`, newest first.

@@ -82,6 +82,14 @@ impl TestGateway {
         reqwest::Client::new().get(format!("{}{path}", self.url)).bearer_auth(KEY)
     }
 
+    /// An admin API path read with `token`, as JSON; anything but 200 fails the test.
+    pub async fn admin_json(&self, token: &str, path: &str) -> serde_json::Value {
+        let response =
+            reqwest::Client::new().get(format!("{}{path}", self.url)).bearer_auth(token).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        response.json().await.unwrap()
+    }
+
     pub async fn chat(&self, body: serde_json::Value) -> reqwest::Response {
         self.post("/v1/chat/completions").json(&body).send().await.unwrap()
     }
