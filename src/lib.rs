@@ -2,6 +2,7 @@
 //! server → router → scheduler → provider (adapter session in the plugin host → upstream); state in SQLite.
 
 pub mod config;
+pub mod logging;
 pub mod logsafe;
 pub mod plugin;
 pub mod private_fs;

@@ -27,14 +27,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG").unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .fmt_fields(switchyard::logsafe::fields())
-        .init();
+    switchyard::logging::init(switchyard::logging::format_of(&cli.config));
     let config = match startup::load_config(&cli.config) {
         Ok(config) => config,
         Err(e) => {

@@ -96,6 +96,7 @@ const TOP_LEVEL: &[&str] = &[
     "scoring",
     "affinity",
     "log_retention_days",
+    "log_format",
     "adapters",
     "keys",
     "sources",
@@ -373,6 +374,7 @@ impl Collector<'_> {
         let scoring: ScoringPolicy = self.field(&top, "scoring").unwrap_or_default();
         let affinity: AffinityPolicy = self.field(&top, "affinity").unwrap_or_default();
         let log_retention_days: Option<u32> = self.field(&top, "log_retention_days").or(Some(30));
+        let log_format: super::LogFormat = self.field(&top, "log_format").unwrap_or_default();
         let adapter_policies: std::collections::BTreeMap<super::AdapterName, super::AdapterPolicy> =
             self.field(&top, "adapters").unwrap_or_default();
         let keys: Vec<KeyConfig> = self.list(&top, "keys");
@@ -418,6 +420,7 @@ impl Collector<'_> {
             scoring,
             affinity,
             log_retention_days,
+            log_format,
             adapters: adapter_policies,
             keys,
             sources,

@@ -52,6 +52,8 @@ pub struct Config {
     pub adapters: BTreeMap<AdapterName, AdapterPolicy>,
     /// Request logs older than this are deleted (at start); `None` or 0 keeps them.
     pub log_retention_days: Option<u32>,
+    /// How the process logs to stderr.
+    pub log_format: LogFormat,
     pub keys: Vec<KeyConfig>,
     pub sources: Vec<SourceConfig>,
     /// Aliases with a processing mode.
@@ -108,6 +110,15 @@ impl Config {
     pub fn adapter_concurrency(&self, adapter: &AdapterName) -> usize {
         self.sources.iter().filter(|s| &s.adapter == adapter).map(|s| s.max_concurrent as usize).sum()
     }
+}
+
+/// `log_format:` — text lines for people, or one JSON object a line for log collectors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 /// `server:` — what one client (or many) may hold of the gateway: open connections, requests

@@ -142,6 +142,20 @@ impl Books {
         let fingerprint = bind.map(|(key, ip, last)| {
             scheduler::fingerprint(key.as_str(), &ip.to_string(), [&last, &tally.assistant_message()])
         });
+        tracing::info!(
+            target: crate::logging::ACCESS,
+            id = %row.request_id,
+            key = %row.key,
+            mode = %row.mode,
+            source = %row.source,
+            model = %row.model,
+            status = row.status,
+            ms = row.total_ms,
+            tokens_in = tally.prompt_tokens,
+            tokens_out = tally.completion_tokens,
+            estimated = tally.estimated,
+            "answered"
+        );
         self.gw.scheduler.completed(&self.slot, tally.tokens(), &self.periods, fingerprint);
         if let Some(period) = self.log.key_period {
             self.gw.scheduler.add_key_usage(&self.log.key, period, tally.tokens());

@@ -75,7 +75,7 @@ fn sse_response(chunks: ChunkStream, started: std::time::Instant) -> Response {
                     sse_data(&ApiError::from(&e).body().to_string())
                 }
                 None => {
-                    span.in_scope(|| tracing::info!(chunks = sent, ms, "stream completed"));
+                    span.in_scope(|| tracing::debug!(chunks = sent, ms, "stream completed"));
                     Bytes::from_static(b"data: [DONE]\n\n")
                 }
             };

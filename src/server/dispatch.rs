@@ -289,7 +289,7 @@ pub async fn serve(
                 gw.scheduler.record_success(&slot, timing);
                 probe_place.take().into_iter().for_each(ProbePlace::settle);
                 let ms = elapsed.as_millis() as u64;
-                tracing::info!(source = %name, ms, probe = candidate.probe, after_failures = report.failures, "answered");
+                tracing::debug!(source = %name, ms, probe = candidate.probe, after_failures = report.failures, "head answered");
                 let books = Books::open(
                     Arc::clone(gw),
                     slot.clone(),
@@ -458,6 +458,7 @@ pub async fn respond<F>(door: FrontDoor, incoming: Incoming, handle: impl FnOnce
 where
     F: Future<Output = Result<Response, ApiError>>,
 {
+    let started = Instant::now();
     let id = uuid::Uuid::new_v4().simple().to_string();
     let handle = handle(incoming, id.clone());
     let span = tracing::info_span!("request", door = door.name, id = %id, key = tracing::field::Empty, model = tracing::field::Empty);
@@ -465,7 +466,8 @@ where
         Ok(response) => response,
         Err(e) => {
             span.in_scope(|| {
-                tracing::info!(status = e.status.as_u16(), kind = e.kind, "request refused: {}", e.message)
+                let ms = started.elapsed().as_millis() as u64;
+                tracing::info!(target: crate::logging::ACCESS, status = e.status.as_u16(), ms, kind = e.kind, "refused: {}", e.message)
             });
             (door.render_error)(e)
         }

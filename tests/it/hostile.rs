@@ -1,10 +1,8 @@
 //! Issue 12's defects 1–11, each proven by sending the bad input for real: hostile upstreams and
 //! clients against real sockets, the real built adapters and, where a crash is the risk, the binary.
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +17,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use crate::support::binary::Binary;
 use crate::support::faulty::{
     Answer, Behaviour, Canned, DONE, FaultyUpstream, StreamEnd, chunk_event, completion_body, error_body, usage_event,
 };
@@ -117,71 +116,6 @@ fn gateway_addr(gw: &TestGateway) -> String {
 
 // ---------------------------------------------------------------------------------------------
 // 1. A tool-call index from an upstream cannot end the process.
-
-/// The real `switchyard` binary, killed when dropped; its log lines arrive on `log`.
-struct Binary {
-    child: Child,
-    url: String,
-    log: tokio::sync::mpsc::UnboundedReceiver<String>,
-}
-
-impl Binary {
-    /// Starts it on a config of `tester` and `rest` in `dir`; returns once it listens.
-    fn start(dir: &Path, rest: &str) -> Binary {
-        let config = dir.join("config.yaml");
-        let yaml = format!(
-            "listen: 127.0.0.1:0\ndata_dir: {data}\ncache_dir: {cache}\nkeys:\n  - {{name: tester, key: {KEY}, models: ['*']}}\n{rest}",
-            data = dir.display(),
-            cache = shared_cache().display()
-        );
-        std::fs::write(&config, yaml).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
-            .arg("--config")
-            .arg(&config)
-            .env("SWITCHYARD_LOG", "info")
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("the switchyard binary starts");
-        let (tx, log) = tokio::sync::mpsc::unbounded_channel();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = loop {
-            let line = lines.next().expect("the gateway logs until it listens").unwrap();
-            let _ = tx.send(line.clone());
-            if let Some(at) = line.find("listening on ") {
-                break line[at + "listening on ".len()..].trim().to_string();
-            }
-        };
-        // Keep draining the log so the child never blocks on a full pipe.
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Binary { child, url, log }
-    }
-
-    /// The process is running and answers `GET /health`.
-    async fn assert_alive(&mut self, after: &str) {
-        let exited = self.child.try_wait().unwrap();
-        assert!(exited.is_none(), "the gateway process ended ({exited:?}) after {after}");
-        let health = within(GUARD, "GET /health", reqwest::get(format!("{}/health", self.url))).await;
-        assert_eq!(health.expect("the gateway answers /health").status(), 200, "after {after}");
-    }
-
-    async fn chat(&self, body: &Value) -> reqwest::Response {
-        let request =
-            reqwest::Client::new().post(format!("{}/v1/chat/completions", self.url)).bearer_auth(KEY).json(body);
-        within(GUARD, "an answer", request.send()).await.expect("the gateway process answers")
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[tokio::test]
 async fn no_tool_call_index_an_upstream_sends_can_end_the_process() {

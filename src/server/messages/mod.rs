@@ -103,7 +103,7 @@ fn sse_response(chunks: ChunkStream) -> Response {
                     }
                     None => {
                         encoder.finish(&mut out);
-                        span.in_scope(|| tracing::info!("stream completed"));
+                        span.in_scope(|| tracing::debug!("stream completed"));
                         true
                     }
                 };

@@ -1,5 +1,6 @@
 //! Real parts for the integration tests: mock upstreams and a gateway harness.
 
+pub mod binary;
 pub mod faulty;
 pub mod gateway;
 pub mod mock;
