@@ -179,7 +179,9 @@ for t in "${targets[@]}"; do
     load "$t" fixed1k -z "$FIXED" -c 50 -q 20
     sweep "$t"
     [ -n "${pid[$t]}" ] && echo "$(tree_rss_kb "${pid[$t]}")" > "$results/$t.rss_load"
-    probe "$t" stream "$STREAMS" "${payload[$t]%\}},\"stream\":true}" > "$results/$t.stream.json"
+    # Asking for usage, as the mock always sends it: every target then passes the same events
+    # (the gateway hides the usage chunk from clients that did not ask, stretching one gap).
+    probe "$t" stream "$STREAMS" "${payload[$t]%\}},\"stream\":true,\"stream_options\":{\"include_usage\":true}}" > "$results/$t.stream.json"
 done
 
 # Thousands in flight against a 1 s upstream.

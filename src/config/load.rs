@@ -43,10 +43,10 @@ fn too_deep(text: &str) -> Option<FieldError> {
         let body = line.trim_start_matches([' ', '\t']);
         let indent = line.len() - body.len();
         let mut rest = body;
-        let mut dashes = 0;
+        let mut compact = 0;
         // Compact block nodes open a level each: sequence entries, explicit keys and values.
         while let Some(after) = ["- ", "-\t", "? ", "?\t", ": ", ":\t"].iter().find_map(|p| rest.strip_prefix(p)) {
-            dashes += 1;
+            compact += 1;
             rest = after.trim_start();
         }
         let mut deepest = flow;
@@ -64,7 +64,7 @@ fn too_deep(text: &str) -> Option<FieldError> {
                 _ => {}
             }
         }
-        if indent / 2 + dashes + deepest > MAX_NESTING {
+        if indent / 2 + compact + deepest > MAX_NESTING {
             return Some(FieldError {
                 path: String::new(),
                 line: Some(n + 1),
