@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
+use axum::http::StatusCode;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
@@ -17,6 +18,7 @@ use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
 use super::Gateway;
+use super::error::ApiError;
 use super::guarded::Guarded;
 
 /// Longest a refused connection is given to take its 503.
@@ -140,9 +142,15 @@ impl Drop for Busy {
 
 /// Answers a connection past `server.max_connections` with 503 (without reading it) and closes.
 async fn refuse(mut stream: TcpStream, max: u32) {
-    let body = format!(
-        r#"{{"error":{{"message":"the gateway has {max} connections open (server.max_connections); retry shortly","type":"overloaded_error","param":null,"code":"too_many_connections"}}}}"#
-    );
+    // Written by hand (no connection to serve it on), in the same error JSON as every answer.
+    let body = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "overloaded_error",
+        format!("the gateway has {max} connections open (server.max_connections); retry shortly"),
+    )
+    .code("too_many_connections")
+    .body()
+    .to_string();
     let response = format!(
         "HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
