@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use switchyard::startup;
+use switchyard::config::AdminToken;
 
 #[derive(Parser)]
 #[command(version, about = "LLM API gateway with sandboxed WebAssembly adapters")]
@@ -93,6 +94,7 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
     match switchyard::server::serve(Arc::clone(&gateway), listen, shutdown).await {
         Ok((addr, handle)) => {
             tracing::info!("switchyard listening on http://{addr}");
+            announce_webui(&gateway.base.admin_token, addr);
             let served = handle.await;
             // What the writer has not committed yet is in the journal anyway; committing it
             // now spares the next start a replay.
@@ -115,5 +117,18 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
             );
             ExitCode::from(1)
         }
+    }
+}
+
+/// Where the operator logs in: the WebUI's address and where the admin token is (the token
+/// itself never goes to the log).
+fn announce_webui(token: &AdminToken, addr: std::net::SocketAddr) {
+    let host = if addr.ip().is_unspecified() { format!("127.0.0.1:{}", addr.port()) } else { addr.to_string() };
+    match token {
+        AdminToken::Stored(_, file) => {
+            tracing::info!("WebUI: http://{host}/ui/ (log in with the admin token in {})", file.display())
+        }
+        AdminToken::Given(_) => tracing::info!("WebUI: http://{host}/ui/ (log in with the config's admin_token)"),
+        AdminToken::Off | AdminToken::Auto => tracing::info!("WebUI and admin API off (admin_token is empty)"),
     }
 }

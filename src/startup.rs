@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::config::{self, ConfigError, LoadedConfig};
+use crate::config::{self, AdminToken, ConfigError, LoadedConfig, Secret};
 use crate::plugin::{BUILTIN_ADAPTERS, LoadReport, PluginHost};
 use crate::scheduler::{Clock, Policy, Scheduler, SystemClock};
 use crate::server::Gateway;
@@ -22,12 +22,20 @@ pub async fn build(config: LoadedConfig) -> anyhow::Result<(Arc<Gateway>, LoadRe
 
 /// `build` with the scheduler's clock injected (tests move time by hand).
 pub async fn build_with_clock(
-    loaded: LoadedConfig,
+    mut loaded: LoadedConfig,
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
+    let data_dir = &loaded.effective.data_dir;
+    crate::private_fs::create_dir(data_dir)
+        .map_err(|e| anyhow::anyhow!("cannot create data_dir {}: {e}", data_dir.display()))?;
+    if loaded.base.admin_token == AdminToken::Auto {
+        let file = loaded.base.admin_token_file();
+        let token = stored_admin_token(&file)
+            .map_err(|e| anyhow::anyhow!("cannot keep the admin token in {}: {e}", file.display()))?;
+        loaded.base.admin_token = AdminToken::Stored(token, file);
+        loaded.effective.admin_token = loaded.base.admin_token.clone();
+    }
     let config = &loaded.effective;
-    crate::private_fs::create_dir(&config.data_dir)
-        .map_err(|e| anyhow::anyhow!("cannot create data_dir {}: {e}", config.data_dir.display()))?;
     // Files an older version wrote 644: the runtime file holds upstream keys.
     let uploads = std::fs::read_dir(&config.adapter_dir)
         .into_iter()
@@ -71,6 +79,25 @@ pub async fn build_with_clock(
     }
     let scheduler = Scheduler::new(Policy::of(config), clock, Some(store.clone()));
     Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, Some(store))?), report))
+}
+
+/// The admin token kept in `file` (mode 600), made on the first start: 256 random bits.
+fn stored_admin_token(file: &Path) -> std::io::Result<Secret> {
+    match std::fs::read_to_string(file) {
+        Ok(text) if !text.trim().is_empty() => {
+            crate::private_fs::restrict(file)?;
+            Ok(Secret::new(text.trim()))
+        }
+        Ok(_) => Err(std::io::Error::other("the file is empty: delete it to have a new token made")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // uuid's v4 draws from the OS's cryptographic generator.
+            let token = format!("sy-{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+            crate::private_fs::write(file, format!("{token}\n"))?;
+            tracing::info!(file = %file.display(), "made an admin token for the admin API and the WebUI");
+            Ok(Secret::new(token))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Deletes request logs past their retention now and every hour after.

@@ -13,6 +13,7 @@ use super::error::{ConfigError, FieldError};
 use super::locate::LineIndex;
 use super::runtime::{AutoChains, ChainSlot, RuntimeFile, SlotConfig, merge};
 use super::{
+    AdminToken,
     ChannelSelection, Config, KeyConfig, KeyName, ModelKind, RouteConfig, RouteMode, SandboxConfig, Secret,
     SourceConfig, SourceName,
 };
@@ -165,6 +166,7 @@ fn parse_runtime(text: &str) -> (RuntimeFile, Vec<FieldError>) {
         "keys",
         "deleted_keys",
         "key_scopes",
+        "channel_selection",
     ];
     let env = |_: &str| None;
     let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env: &env };
@@ -199,6 +201,7 @@ fn parse_runtime(text: &str) -> (RuntimeFile, Vec<FieldError>) {
         keys: c.list(&top, "keys"),
         deleted_keys: c.field(&top, "deleted_keys").unwrap_or_default(),
         key_scopes: c.field(&top, "key_scopes").unwrap_or_default(),
+        channel_selection: c.field(&top, "channel_selection"),
     };
     (runtime, c.errors)
 }
@@ -212,7 +215,7 @@ pub fn with_runtime(base: &Config, runtime: &RuntimeFile, adapters: &[&str]) -> 
     let mut known: Vec<String> = adapters.iter().map(|s| s.to_string()).collect();
     known.extend(adapter_names(&base.adapter_dir));
     c.check_sources(&runtime.sources, &known);
-    c.check_routes(&runtime.routes, &config.sources);
+    c.check_routes(&runtime.routes, &config.routes, &config.sources);
     for (i, name) in runtime.deleted_sources.iter().enumerate() {
         if !base.sources.iter().any(|s| &s.name == name) {
             c.error(&format!("deleted_sources[{i}]"), format!("no base source named `{name}`"), "remove the entry");
@@ -348,7 +351,12 @@ impl Collector<'_> {
                 None
             }
         };
-        let admin_token: Option<Secret> = self.field::<Secret>(&top, "admin_token").filter(|t| !t.is_empty());
+        let admin_token = match self.field::<Secret>(&top, "admin_token") {
+            None => AdminToken::Auto,
+            Some(t) if t.is_empty() => AdminToken::Off,
+            Some(t) if t.expose() == "auto" => AdminToken::Auto,
+            Some(t) => AdminToken::Given(t),
+        };
         let data_dir: PathBuf = self.field(&top, "data_dir").unwrap_or_else(|| PathBuf::from("./data"));
         let adapter_dir: PathBuf = self.field(&top, "adapter_dir").unwrap_or_else(|| data_dir.join("adapters"));
         let cache_dir: Option<PathBuf> = self.field(&top, "cache_dir");
@@ -390,7 +398,7 @@ impl Collector<'_> {
         known.extend(adapter_names(&adapter_dir));
         self.check_sources(&sources, &known);
         self.check_scoring(&scoring);
-        self.check_routes(&routes, &sources);
+        self.check_routes(&routes, &routes, &sources);
         for (model, order) in &priority_orders {
             for (i, name) in order.iter().enumerate() {
                 if !sources.iter().any(|s| &s.name == name) {
@@ -591,12 +599,13 @@ impl Collector<'_> {
         }
     }
 
-    fn check_routes(&mut self, routes: &[RouteConfig], sources: &[SourceConfig]) {
+    /// Checks `routes`; their vision and judge aliases may name any of `all_routes`.
+    fn check_routes(&mut self, routes: &[RouteConfig], all_routes: &[RouteConfig], sources: &[SourceConfig]) {
         let mut seen = HashSet::new();
         let serves =
             |source: &SourceName, model: &str| sources.iter().any(|s| &s.name == source && s.model(model).is_some());
         let known = |group: &super::GroupName, alias: &str| {
-            routes.iter().any(|r| &r.group == group && r.alias == alias)
+            all_routes.iter().chain(routes).any(|r| &r.group == group && r.alias == alias)
                 || sources.iter().any(|s| s.model(alias).is_some())
         };
         for (i, r) in routes.iter().enumerate() {

@@ -28,7 +28,7 @@ use crate::scheduler::{AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen: SocketAddr,
-    pub admin_token: Option<Secret>,
+    pub admin_token: AdminToken,
     pub data_dir: PathBuf,
     pub adapter_dir: PathBuf,
     /// Compiled-component cache; `None` means `data_dir/cache`.
@@ -76,7 +76,7 @@ pub struct AdapterPolicy {
 }
 
 /// How candidates of one tier are ordered.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChannelSelection {
     /// By score: latency and recent success, with exploration.
@@ -88,7 +88,33 @@ pub enum ChannelSelection {
     Priority,
 }
 
+/// `admin_token`: left out or `auto`, the gateway keeps one of its own in `data_dir`;
+/// explicitly empty, the admin API and the WebUI are off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminToken {
+    Off,
+    /// To be read from (or generated into) `data_dir/admin_token` at start.
+    Auto,
+    Given(Secret),
+    /// Read from or generated into this file at start.
+    Stored(Secret, PathBuf),
+}
+
+impl AdminToken {
+    pub fn secret(&self) -> Option<&Secret> {
+        match self {
+            AdminToken::Given(s) | AdminToken::Stored(s, _) => Some(s),
+            AdminToken::Off | AdminToken::Auto => None,
+        }
+    }
+}
+
 impl Config {
+    /// Where an `auto` admin token is kept.
+    pub fn admin_token_file(&self) -> PathBuf {
+        self.data_dir.join("admin_token")
+    }
+
     pub fn state_db(&self) -> PathBuf {
         self.data_dir.join("state.db")
     }
@@ -273,6 +299,17 @@ pub struct SourceConfig {
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
     pub models: Vec<ModelConfig>,
+    /// An operator's switch: a disabled source keeps its place but serves nothing.
+    #[serde(default = "enabled_by_default", skip_serializing_if = "is_enabled")]
+    pub enabled: bool,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+fn is_enabled(enabled: &bool) -> bool {
+    *enabled
 }
 
 impl SourceConfig {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Config, GroupName, KeyConfig, KeyName, RouteConfig, Secret, SourceConfig, SourceName};
+use super::{ChannelSelection, Config, GroupName, KeyConfig, KeyName, RouteConfig, Secret, SourceConfig, SourceName};
 use crate::scheduler::{PeriodName, Quota};
 
 /// One AUTO slot as written.
@@ -136,12 +136,16 @@ pub struct RuntimeFile {
     /// Model scopes of base keys, changed at run time.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub key_scopes: BTreeMap<KeyName, Vec<String>>,
+    /// config.yaml's `channel_selection`, changed at run time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_selection: Option<ChannelSelection>,
 }
 
 /// config.yaml's sources, routes and keys with the runtime file's on top, by name. (The AUTO
 /// chains are validated separately: see `load::with_runtime`.)
 pub fn merge(base: &Config, rf: &RuntimeFile) -> Config {
     let mut config = base.clone();
+    config.channel_selection = rf.channel_selection.unwrap_or(base.channel_selection);
     config.sources =
         overlay(base.sources.iter().filter(|s| !rf.deleted_sources.contains(&s.name)), &rf.sources, |a, b| {
             a.name == b.name

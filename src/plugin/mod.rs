@@ -105,6 +105,11 @@ impl Adapter {
         }
     }
 
+    /// A Lua adapter's script.
+    pub fn script(&self) -> Option<&str> {
+        self.script.as_deref()
+    }
+
     /// Whether this adapter runs a Lua script.
     pub fn is_lua(&self) -> bool {
         self.script.is_some()

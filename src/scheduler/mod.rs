@@ -181,6 +181,8 @@ struct Inner {
 
 pub struct Scheduler {
     policy: Policy,
+    /// `policy.selection` as an operator last set it (the admin API changes it live).
+    selection: std::sync::atomic::AtomicU8,
     clock: Arc<dyn Clock>,
     inner: Mutex<Inner>,
     rng: Mutex<fastrand::Rng>,
@@ -193,7 +195,8 @@ impl Scheduler {
         let Loaded { cooldowns, stats, bindings, usage, key_usage } = loaded;
         let affinity = AffinityTable::from_rows(bindings);
         let inner = Inner { health: cooldowns, stats, affinity, usage, key_usage, ..Inner::default() };
-        Scheduler { policy, clock, inner: Mutex::new(inner), rng: Mutex::new(fastrand::Rng::new()), store }
+        let selection = std::sync::atomic::AtomicU8::new(policy.selection as u8);
+        Scheduler { policy, selection, clock, inner: Mutex::new(inner), rng: Mutex::new(fastrand::Rng::new()), store }
     }
 
     /// A scheduler whose exploration rolls come from `seed` (tests).
@@ -208,6 +211,19 @@ impl Scheduler {
 
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// How tiers are ordered now.
+    pub fn selection(&self) -> ChannelSelection {
+        match self.selection.load(std::sync::atomic::Ordering::Relaxed) {
+            x if x == ChannelSelection::Order as u8 => ChannelSelection::Order,
+            x if x == ChannelSelection::Priority as u8 => ChannelSelection::Priority,
+            _ => ChannelSelection::Smart,
+        }
+    }
+
+    pub fn set_selection(&self, selection: ChannelSelection) {
+        self.selection.store(selection as u8, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -280,7 +296,7 @@ impl Scheduler {
     }
 
     fn order_tier(&self, tier: &mut Vec<Candidate<'_>>, inner: &Inner, model: &str, roll: f64, now: UnixMs) {
-        match self.policy.selection {
+        match self.selection() {
             ChannelSelection::Order => {}
             ChannelSelection::Smart => score::order_by_score(
                 tier,

@@ -26,6 +26,9 @@ use crate::provider::{AttemptError, ChunkStream, StreamEnd, Tally, Target};
 use crate::router::{self, AUTO, Planned, Resolution};
 use crate::scheduler::{self, Candidate, Failure, SkipReason, Skipped, SlotKey, Timing, UnixMs, Verdict};
 
+/// Names the source that answered (the WebUI's playground shows it).
+pub const SOURCE_HEADER: &str = "x-switchyard-source";
+
 /// Route calls deeper than this (a vision route whose vision route is...) are refused.
 const MAX_DEPTH: u8 = 3;
 
@@ -39,12 +42,6 @@ pub enum Answer {
 pub struct Reply {
     pub answer: Answer,
     pub headers: HeaderMap,
-}
-
-impl Reply {
-    fn plain(answer: Answer) -> Reply {
-        Reply { answer, headers: HeaderMap::new() }
-    }
 }
 
 /// One unified request, ready to route.
@@ -240,6 +237,10 @@ pub async fn serve(
         let slot = SlotKey::of(&candidate.resolved);
         let source = candidate.resolved.source;
         let Some(adapter) = gw.plugins.adapter(&source.adapter) else { continue };
+        if !source.enabled {
+            report.note(&candidate, "disabled by an operator".into());
+            continue;
+        }
         if untranslatable.contains(adapter.name()) {
             report.note(&candidate, format!("adapter `{}` could not translate this request", adapter.name()));
             continue;
@@ -302,14 +303,19 @@ pub async fn serve(
                     prompt_estimate,
                     reservation.take().expect("one answer per request"),
                 );
-                return Ok(Reply::plain(match answer {
+                let mut headers = HeaderMap::new();
+                if let Ok(value) = HeaderValue::from_str(name.as_str()) {
+                    headers.insert(SOURCE_HEADER, value);
+                }
+                let answer = match answer {
                     Answer::Complete(body) => {
                         // Booked (journaled) before the answer leaves.
                         books.close(StreamEnd::Complete(Tally::of_response(&body)));
                         Answer::Complete(body)
                     }
                     Answer::Stream(chunks) => Answer::Stream(chunks.on_end(Box::new(move |end| books.close(end)))),
-                }));
+                };
+                return Ok(Reply { answer, headers });
             }
             // Out of the gateway's own instance capacity: busy, like a full source; nothing cools.
             Err(AttemptError::Sandbox(e)) if e.cause.is_capacity() => {

@@ -16,6 +16,7 @@ mod messages;
 mod models;
 mod modes;
 mod request;
+mod webui;
 
 use std::sync::Arc;
 
@@ -105,6 +106,7 @@ impl Gateway {
         let provider = current.provider.rebuild(&config).map_err(|e| internal(e.to_string()))?;
         self.plugins.size_pools(&config);
         let keys = KeyTable::new(&config);
+        self.scheduler.set_selection(config.channel_selection);
         self.runtime.store(Arc::new(Runtime { config, file, provider, keys }));
         Ok(out)
     }
@@ -150,6 +152,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(in_flight, inflight::limit))
         .route("/health", get(models::health))
         .merge(admin::router(gateway.clone()))
+        .merge(webui::router())
         .fallback(not_found)
         .with_state(gateway)
 }

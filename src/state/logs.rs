@@ -233,9 +233,119 @@ pub fn stats(conn: &Connection, since_ms: u64) -> rusqlite::Result<Vec<serde_jso
     rows.collect()
 }
 
+/// Most buckets one series answer may have.
+pub const MAX_BUCKETS: u32 = 500;
+
+/// One stretch of a time series of the logs (the WebUI's overview charts).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Bucket {
+    pub at_ms: u64,
+    pub requests: u64,
+    pub errors: u64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub p50_ms: Option<u64>,
+    pub p95_ms: Option<u64>,
+}
+
+/// `[since, until)` cut into `count` equal buckets: attempts, errors, tokens and the latency
+/// percentiles of each. One pass over the time index; the percentiles are exact.
+pub fn series(conn: &Connection, since_ms: u64, until_ms: u64, count: u32) -> rusqlite::Result<Vec<Bucket>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT at_ms, error IS NOT NULL, COALESCE(tokens_in, 0), COALESCE(tokens_out, 0), total_ms
+         FROM request_logs WHERE at_ms >= ?1 AND at_ms < ?2",
+    )?;
+    let rows = stmt.query_map([since_ms as i64, until_ms as i64], |r| {
+        Ok(Attempt {
+            at_ms: r.get::<_, i64>(0)? as u64,
+            error: r.get(1)?,
+            tokens_in: r.get::<_, i64>(2)? as u64,
+            tokens_out: r.get::<_, i64>(3)? as u64,
+            total_ms: r.get::<_, i64>(4)? as u64,
+        })
+    })?;
+    let mut attempts = Vec::new();
+    for row in rows {
+        attempts.push(row?);
+    }
+    Ok(bucketed(&attempts, since_ms, until_ms, count))
+}
+
+/// What the series needs of one log row.
+#[derive(Debug, Clone, Copy)]
+pub struct Attempt {
+    pub at_ms: u64,
+    pub error: bool,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub total_ms: u64,
+}
+
+pub fn bucketed(attempts: &[Attempt], since_ms: u64, until_ms: u64, count: u32) -> Vec<Bucket> {
+    let count = count.clamp(1, MAX_BUCKETS) as u64;
+    let span = until_ms.saturating_sub(since_ms).max(count);
+    let width = span.div_ceil(count);
+    let mut buckets: Vec<Bucket> =
+        (0..count).map(|i| Bucket { at_ms: since_ms + i * width, ..Bucket::default() }).collect();
+    let mut latencies: Vec<Vec<u64>> = vec![Vec::new(); count as usize];
+    for a in attempts.iter().filter(|a| (since_ms..until_ms).contains(&a.at_ms)) {
+        let i = (((a.at_ms - since_ms) / width) as usize).min(buckets.len() - 1);
+        let b = &mut buckets[i];
+        b.requests += 1;
+        b.errors += a.error as u64;
+        b.tokens_in = b.tokens_in.saturating_add(a.tokens_in);
+        b.tokens_out = b.tokens_out.saturating_add(a.tokens_out);
+        latencies[i].push(a.total_ms);
+    }
+    for (b, mut l) in buckets.iter_mut().zip(latencies) {
+        l.sort_unstable();
+        b.p50_ms = percentile(&l, 50);
+        b.p95_ms = percentile(&l, 95);
+    }
+    buckets
+}
+
+/// The nearest-rank percentile of sorted values.
+fn percentile(sorted: &[u64], p: u64) -> Option<u64> {
+    let rank = (sorted.len() as u64 * p).div_ceil(100).max(1);
+    sorted.get(rank as usize - 1).copied()
+}
+
 /// Deletes rows older than `before_ms`; returns how many.
 pub fn prune(conn: &Connection, before_ms: u64) -> rusqlite::Result<usize> {
     conn.execute("DELETE FROM request_logs WHERE at_ms < ?1", [before_ms as i64])
+}
+
+#[cfg(test)]
+mod series_tests {
+    use super::*;
+
+    fn at(at_ms: u64, total_ms: u64, error: bool) -> Attempt {
+        Attempt { at_ms, error, tokens_in: 10, tokens_out: 5, total_ms }
+    }
+
+    #[test]
+    fn attempts_fall_into_their_bucket_with_exact_percentiles() {
+        let mut attempts: Vec<Attempt> = (1..=100).map(|ms| at(1_000 + ms, ms, ms > 98)).collect();
+        attempts.push(at(1_999, 7, false));
+        attempts.push(at(999, 1, false)); // before the range
+        attempts.push(at(2_000, 1, false)); // its end is open
+        let b = bucketed(&attempts, 1_000, 2_000, 2);
+        assert_eq!(b.len(), 2);
+        assert_eq!((b[0].at_ms, b[1].at_ms), (1_000, 1_500));
+        assert_eq!((b[0].requests, b[0].errors, b[0].tokens_in, b[0].tokens_out), (100, 2, 1_000, 500));
+        assert_eq!((b[0].p50_ms, b[0].p95_ms), (Some(50), Some(95)));
+        assert_eq!((b[1].requests, b[1].p50_ms, b[1].p95_ms), (1, Some(7), Some(7)));
+    }
+
+    #[test]
+    fn an_empty_or_tiny_range_still_has_its_buckets() {
+        let b = bucketed(&[], 5, 5, 3);
+        assert_eq!(b.len(), 3);
+        assert!(b.iter().all(|b| b.requests == 0 && b.p50_ms.is_none()));
+        assert_eq!(bucketed(&[], 0, 10, 0).len(), 1, "at least one bucket");
+        assert_eq!(bucketed(&[], 0, 10, 100_000).len(), MAX_BUCKETS as usize);
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
 
-pub use logs::{LogPage, LogQuery, LogRow, MAX_PAGE};
+pub use logs::{Bucket, LogPage, LogQuery, LogRow, MAX_BUCKETS, MAX_PAGE};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -246,6 +246,11 @@ impl StateStore {
     pub fn query_logs(&self, q: &LogQuery) -> Result<LogPage, StateError> {
         self.flush();
         self.read(|c| logs::query(c, q))
+    }
+
+    pub fn log_series(&self, since_ms: u64, until_ms: u64, buckets: u32) -> Result<Vec<logs::Bucket>, StateError> {
+        self.flush();
+        self.read(|c| logs::series(c, since_ms, until_ms, buckets))
     }
 
     pub fn log_stats(&self, since_ms: u64) -> Result<Vec<serde_json::Value>, StateError> {

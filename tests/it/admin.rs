@@ -170,6 +170,16 @@ async fn sources_change_live_keep_their_keys_masked_and_persist() {
         .await;
     assert_eq!(status, 201);
     assert_eq!(answer(&gw, KEY, "m").await, (200, "back again".into()));
+
+    // Deleted again and restored without a key (the WebUI's Restore): the config key comes back.
+    let (status, _) = admin.send(reqwest::Method::DELETE, "/admin/api/sources/base", None).await;
+    assert_eq!(status, 204);
+    let restored = json!({"name": "base", "base_url": mock.url, "models": [{"name": "m", "upstream": "say:restored"}]});
+    let (status, _) = admin.send(reqwest::Method::POST, "/admin/api/sources", Some(restored)).await;
+    assert_eq!(status, 201);
+    assert_eq!(answer(&gw, KEY, "m").await, (200, "restored".into()));
+    let sent = mock.state.requests().pop().unwrap();
+    assert_eq!(sent.headers["authorization"], format!("Bearer {UPSTREAM_KEY}"));
 }
 
 #[tokio::test]
@@ -383,4 +393,136 @@ async fn adapters_upload_checked_swap_live_and_leave_open_streams_alone() {
     assert_eq!(admin.send(reqwest::Method::DELETE, "/admin/api/sources/own", None).await.0, 204);
     assert_eq!(admin.send(reqwest::Method::DELETE, "/admin/api/adapters/mine", None).await.0, 204);
     assert!(!gw.gateway.plugins.names().contains(&"mine".to_string()));
+}
+
+#[tokio::test]
+async fn operators_switch_channel_selection_and_disable_sources_live_and_the_answer_names_its_source() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&yaml(&mock)).await;
+    let admin = Admin { gw: &gw };
+    assert_eq!(admin.get("/admin/api/settings").await["channel_selection"], "order");
+    let (status, changed) =
+        admin.send(reqwest::Method::PUT, "/admin/api/settings", Some(json!({"channel_selection": "smart"}))).await;
+    assert_eq!((status, &changed["channel_selection"]), (200, &json!("smart")));
+    assert_eq!(gw.gateway.scheduler.selection(), switchyard::config::ChannelSelection::Smart, "in force at once");
+    let (status, refused) =
+        admin.send(reqwest::Method::PUT, "/admin/api/settings", Some(json!({"channel_selection": "random"}))).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("channel_selection"), "{refused}");
+
+    // The answer names the source that served it.
+    let served = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", gw.url))
+        .bearer_auth(KEY)
+        .json(&chat_body("m", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(served.headers()["x-switchyard-source"], "base");
+
+    // A disabled source serves nothing and says so; enabled again, it serves.
+    let mut source = admin.get("/admin/api/sources/base").await;
+    assert_eq!(source["enabled"], true);
+    source["enabled"] = json!(false);
+    source.as_object_mut().unwrap().remove("api_key");
+    let (status, body) = admin.send(reqwest::Method::PUT, "/admin/api/sources/base", Some(source.clone())).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, text) = answer(&gw, KEY, "m").await;
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("disabled by an operator"), "{text}");
+    let listed = admin.get("/admin/api/sources").await;
+    assert_eq!(listed["sources"][0]["enabled"], false);
+    source["enabled"] = json!(true);
+    admin.send(reqwest::Method::PUT, "/admin/api/sources/base", Some(source)).await;
+    assert_eq!(answer(&gw, KEY, "m").await, (200, "from base".into()));
+
+    // Kept across a restart: the selection lives in the runtime file.
+    let gw = gw.restart(&yaml(&mock), Arc::new(SystemClock)).await;
+    assert_eq!(Admin { gw: &gw }.get("/admin/api/settings").await["channel_selection"], "smart");
+}
+
+#[tokio::test]
+async fn a_source_test_makes_one_real_request_and_reports_latency_answer_or_error_without_cooling() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&yaml(&mock)).await;
+    let admin = Admin { gw: &gw };
+    let (status, tested) = admin.send(reqwest::Method::POST, "/admin/api/sources/base/test", None).await;
+    assert_eq!(status, 200, "{tested}");
+    assert_eq!((&tested["ok"], &tested["model"], &tested["answer"]), (&json!(true), &json!("m"), &json!("from base")));
+    assert!(tested["latency_ms"].is_u64() && tested["error"].is_null(), "{tested}");
+    let sent = mock.state.requests().pop().unwrap();
+    assert_eq!(sent.body["max_tokens"], 16, "a test costs a few tokens");
+
+    let broken = json!({"name": "down", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-down-0000000000001",
+        "models": [{"name": "m2"}]});
+    admin.send(reqwest::Method::POST, "/admin/api/sources", Some(broken)).await;
+    let (status, failed) =
+        admin.send(reqwest::Method::POST, "/admin/api/sources/down/test", Some(json!({"model": "m2"}))).await;
+    assert_eq!(status, 200);
+    assert_eq!(failed["ok"], false);
+    assert!(failed["error"]["message"].as_str().unwrap().contains("could not be reached"), "{failed}");
+    let health = admin.get("/admin/api/health").await;
+    let down = health["slots"].as_array().unwrap().iter().find(|s| s["source"] == "down").unwrap().clone();
+    assert_eq!(down["state"], "healthy", "a test cools nothing: {down}");
+
+    let (status, _) =
+        admin.send(reqwest::Method::POST, "/admin/api/sources/base/test", Some(json!({"model": "nope"}))).await;
+    assert_eq!(status, 400);
+    let (status, _) = admin.send(reqwest::Method::POST, "/admin/api/sources/ghost/test", None).await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn the_series_buckets_the_logs_with_exact_percentiles() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&yaml(&mock)).await;
+    let admin = Admin { gw: &gw };
+    for _ in 0..3 {
+        assert_eq!(answer(&gw, KEY, "m").await.0, 200);
+    }
+    let series = admin.get("/admin/api/stats/series?buckets=6").await;
+    let buckets = series["buckets"].as_array().unwrap();
+    assert_eq!(buckets.len(), 6);
+    assert_eq!(series["bucket_ms"], 600_000, "an hour in six");
+    let total: u64 = buckets.iter().map(|b| b["requests"].as_u64().unwrap()).sum();
+    assert_eq!(total, 3);
+    let last = &buckets[5];
+    assert_eq!(last["requests"], 3, "the newest bucket holds them: {series}");
+    assert!(last["p50_ms"].is_u64() && last["p95_ms"].as_u64() >= last["p50_ms"].as_u64(), "{last}");
+    let (status, _) = admin.send(reqwest::Method::GET, "/admin/api/stats/series?since_ms=10&until_ms=5", None).await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn a_lua_adapters_script_can_be_read_back_a_component_has_none() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&yaml(&mock)).await;
+    let admin = Admin { gw: &gw };
+    let script = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/fixtures/upper.lua")).unwrap();
+    let uploaded =
+        admin.call(reqwest::Method::PUT, "/admin/api/adapters/upper").body(script.clone()).send().await.unwrap();
+    assert_eq!(uploaded.status(), 201);
+    let read = admin.call(reqwest::Method::GET, "/admin/api/adapters/upper/source").send().await.unwrap();
+    assert_eq!(read.status(), 200);
+    assert!(read.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
+    assert_eq!(read.text().await.unwrap(), script);
+    let (status, error) = admin.send(reqwest::Method::GET, "/admin/api/adapters/openai/source", None).await;
+    assert_eq!(status, 400);
+    assert!(error["error"]["message"].as_str().unwrap().contains("not a Lua script"), "{error}");
+}
+
+#[tokio::test]
+async fn a_route_added_at_run_time_may_name_a_config_route_as_its_judge() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&yaml(&mock)).await;
+    let admin = Admin { gw: &gw };
+    let fused = json!({"alias": "fused", "mode": "fusion", "fusion_config": {"judge_alias": "pair"},
+        "providers": [{"source": "base", "model": "m"}]});
+    let (status, body) = admin.send(reqwest::Method::POST, "/admin/api/routes", Some(fused)).await;
+    assert_eq!(status, 201, "{body}");
+    let nowhere = json!({"alias": "lost", "mode": "fusion", "fusion_config": {"judge_alias": "nowhere"},
+        "providers": [{"source": "base", "model": "m"}]});
+    let (status, body) = admin.send(reqwest::Method::POST, "/admin/api/routes", Some(nowhere)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("no route or model named `nowhere`"), "{body}");
 }

@@ -198,9 +198,9 @@ async fn operators_see_slot_health_and_clear_cooldowns_with_the_admin_token() {
 }
 
 #[tokio::test]
-async fn the_admin_api_is_off_without_a_token() {
+async fn the_admin_api_is_off_with_an_empty_token() {
     let mock = MockUpstream::start().await;
-    let gw = TestGateway::start(&two_sources(&mock, "flaky", "fixture")).await;
+    let gw = TestGateway::start(&format!("admin_token: ''\n{}", two_sources(&mock, "flaky", "fixture"))).await;
     let response = reqwest::Client::new()
         .get(format!("{}/admin/api/health", gw.url))
         .header("x-admin-token", "anything")

@@ -26,3 +26,4 @@ mod plugin_host;
 mod routing;
 mod sandbox;
 mod streaming;
+mod webui;

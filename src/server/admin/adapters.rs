@@ -7,7 +7,8 @@ use std::sync::Arc;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{conflict, not_found};
@@ -94,6 +95,16 @@ pub async fn upload(
     tracing::info!(adapter = %name, replaced, bytes = bytes.len(), "admin installed an adapter");
     let status = if replaced { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(adapter_json(&gw, &adapter))))
+}
+
+/// `GET /admin/api/adapters/{name}/source`: a Lua adapter's script, as text.
+pub async fn source(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    let name = checked_name(&name)?;
+    let adapter = gw.plugins.adapter(&name).ok_or_else(|| not_found("adapter", name.as_str()))?;
+    let script = adapter.script().ok_or_else(|| {
+        ApiError::invalid_request(format!("`{name}` is a WebAssembly component, not a Lua script: it has no source here"))
+    })?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], script.to_string()).into_response())
 }
 
 /// `DELETE /admin/api/adapters/{name}`: an uploaded adapter; a built-in it overrode comes back.

@@ -136,6 +136,34 @@ pub async fn stats(State(gw): State<Arc<Gateway>>, RawQuery(query): RawQuery) ->
     Ok(Json(json!({"since_ms": since, "sources": rows})))
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SeriesQuery {
+    since_ms: Option<u64>,
+    until_ms: Option<u64>,
+    buckets: Option<u32>,
+}
+
+/// `GET /admin/api/stats/series?since_ms=&until_ms=&buckets=`: attempts, errors, tokens and
+/// p50/p95 latency per time bucket (default: the last hour in 60 buckets; at most 500).
+pub async fn series(State(gw): State<Arc<Gateway>>, RawQuery(query): RawQuery) -> Result<Json<Value>, ApiError> {
+    let query: SeriesQuery = serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
+        .map_err(|e| ApiError::invalid_request(format!("bad series query: {e}")))?;
+    let until = query.until_ms.unwrap_or(gw.scheduler.now().0 + 1);
+    let since = query.since_ms.unwrap_or(until.saturating_sub(3_600_000));
+    if since >= until {
+        return Err(ApiError::invalid_request("since_ms must come before until_ms").param("since_ms"));
+    }
+    let buckets = query.buckets.unwrap_or(60).clamp(1, crate::state::MAX_BUCKETS);
+    let state = gw.state.clone().ok_or_else(no_state)?;
+    let rows = tokio::task::spawn_blocking(move || state.log_series(since, until, buckets))
+        .await
+        .map_err(|e| internal(e.to_string()))?
+        .map_err(|e| internal(e.to_string()))?;
+    let bucket_ms = rows.get(1).map_or(until - since, |b| b.at_ms - since);
+    Ok(Json(json!({"since_ms": since, "until_ms": until, "bucket_ms": bucket_ms, "buckets": rows})))
+}
+
 fn no_state() -> ApiError {
     internal("this gateway runs without a state database".into())
 }

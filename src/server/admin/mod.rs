@@ -8,6 +8,7 @@ mod health;
 mod keys;
 mod openapi;
 mod routes;
+mod settings;
 mod sources;
 
 use std::sync::Arc;
@@ -35,12 +36,16 @@ pub fn router(gateway: Arc<Gateway>) -> Router<Arc<Gateway>> {
         .route("/stats/reset", post(health::reset_stats))
         .route("/logs", get(health::logs))
         .route("/stats", get(health::stats))
+        .route("/stats/series", get(health::series))
+        .route("/settings", get(settings::show).put(settings::change))
         .route("/sources", get(sources::list).post(sources::create))
         .route("/sources/{name}", get(sources::show).put(sources::replace).delete(sources::delete))
+        .route("/sources/{name}/test", post(sources::test))
         .route("/source-templates", get(sources::list_templates).post(sources::create_template))
         .route("/source-templates/{name}", put(sources::replace_template).delete(sources::delete_template))
         .route("/source-templates/{name}/sources", post(sources::from_template))
         .route("/adapters", get(adapters::list))
+        .route("/adapters/{name}/source", get(adapters::source))
         .route(
             "/adapters/{name}",
             put(adapters::upload).delete(adapters::delete).layer(DefaultBodyLimit::max(adapters::MAX_UPLOAD)),
@@ -96,11 +101,11 @@ async fn require_admin(State(gw): State<Arc<Gateway>>, request: Request, next: N
 }
 
 fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(token) = &gw.base.admin_token else {
+    let Some(token) = gw.base.admin_token.secret() else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "invalid_request_error",
-            "the admin API is off: set admin_token in the config",
+            "the admin API is off: admin_token is empty in the config",
         ));
     };
     let sent = headers.get("x-admin-token").and_then(|v| v.to_str().ok()).or_else(|| {

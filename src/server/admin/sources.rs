@@ -12,7 +12,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{body, conflict, not_found};
-use crate::config::{RuntimeFile, Secret, SourceConfig, SourceName, SourceTemplate};
+use std::time::Instant;
+
+use crate::config::{ModelKind, RuntimeFile, Secret, SourceConfig, SourceName, SourceTemplate};
+use crate::plugin::Operation;
+use crate::provider::Target;
+use crate::server::admin::internal;
 use crate::server::Gateway;
 use crate::server::error::ApiError;
 
@@ -21,6 +26,7 @@ pub fn source_json(source: &SourceConfig, origin: &str) -> Value {
     let mut value = serde_json::to_value(source).expect("sources serialize");
     value["api_key"] = json!(source.api_key.masked());
     value["origin"] = json!(origin);
+    value["enabled"] = json!(source.enabled);
     value
 }
 
@@ -60,11 +66,18 @@ pub async fn create(State(gw): State<Arc<Gateway>>, bytes: Bytes) -> Result<(Sta
     add(&gw, source).await
 }
 
-async fn add(gw: &Gateway, source: SourceConfig) -> Result<(StatusCode, Json<Value>), ApiError> {
+async fn add(gw: &Gateway, mut source: SourceConfig) -> Result<(StatusCode, Json<Value>), ApiError> {
     let name = source.name.clone();
     gw.edit(|file, config| {
         if config.source(&name).is_some() {
             return Err(conflict(format!("a source named `{name}` exists; PUT /admin/api/sources/{name} changes it")));
+        }
+        // A deleted config.yaml source brought back without a key gets its config key again.
+        if source.api_key.is_empty()
+            && file.deleted_sources.contains(&name)
+            && let Some(base) = gw.base.sources.iter().find(|s| s.name == name)
+        {
+            source.api_key = base.api_key.clone();
         }
         file.deleted_sources.retain(|n| n != &name);
         file.sources.push(source);
@@ -88,12 +101,19 @@ pub async fn replace(
     bytes: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let name = SourceName::new(name);
-    let mut value: Value = body(&bytes)?;
-    if value.get("name").is_none() {
-        value["name"] = json!(name);
+    let mut value: serde_json::Map<String, Value> = body(&bytes)?;
+    value.entry("name").or_insert_with(|| json!(name));
+    // What GET answers can be sent back as it is: its read-only fields go, and its masked
+    // key (or none, or an empty one) keeps the key.
+    value.remove("origin");
+    value.remove("deleted");
+    let masked = gw.runtime().config.source(&name).map(|s| s.api_key.masked());
+    let sent_key = value.get("api_key").and_then(Value::as_str).map(str::to_string);
+    let keep_key = sent_key.is_none_or(|k| k.is_empty() || Some(&k) == masked.as_ref());
+    if keep_key {
+        value.remove("api_key");
     }
-    let keep_key = value.get("api_key").is_none();
-    let mut source: SourceConfig = body(value.to_string().as_bytes())?;
+    let mut source: SourceConfig = body(Value::Object(value).to_string().as_bytes())?;
     if source.name != name {
         return Err(ApiError::invalid_request("a source cannot be renamed; create the new one and delete this one")
             .param("name"));
@@ -172,9 +192,9 @@ pub async fn replace_template(
     Path(name): Path<String>,
     bytes: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let mut value: Value = body(&bytes)?;
-    value["name"] = json!(name);
-    let template: SourceTemplate = body(value.to_string().as_bytes())?;
+    let mut value: serde_json::Map<String, Value> = body(&bytes)?;
+    value.insert("name".into(), json!(name));
+    let template: SourceTemplate = body(Value::Object(value).to_string().as_bytes())?;
     check_template(&template)?;
     let shown = json!(template);
     gw.edit(|file, _| {
@@ -222,4 +242,78 @@ pub async fn from_template(
         .ok_or_else(|| not_found("template", &template))?;
     let source = template.instantiate(&request.name, &request.api_key).map_err(ApiError::invalid_request)?;
     add(&gw, source).await
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TestRequest {
+    model: Option<String>,
+}
+
+/// What a source test asks: a few tokens, so a test costs next to nothing.
+const TEST_PROMPT: &str = "Reply with the single word OK.";
+
+/// `POST /admin/api/sources/{name}/test` with `{}` or `{"model"}`: one real chat request to
+/// this source (its first chat model by default), past the scheduler: it waits for a place
+/// under `max_concurrent` like any request but cools, scores and logs nothing. Answers 200
+/// with `ok`, the latency and the answer or the error.
+pub async fn test(
+    State(gw): State<Arc<Gateway>>,
+    Path(name): Path<String>,
+    bytes: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let request: TestRequest = if bytes.is_empty() { TestRequest::default() } else { body(&bytes)? };
+    let runtime = gw.runtime();
+    let source = runtime.config.source(&SourceName::new(name.clone())).ok_or_else(|| not_found("source", &name))?;
+    let model = match &request.model {
+        Some(m) => source.model(m).ok_or_else(|| {
+            ApiError::invalid_request(format!("source `{name}` does not serve model `{m}`")).param("model")
+        })?,
+        None => source.models.iter().find(|m| m.kind == ModelKind::Chat).ok_or_else(|| {
+            ApiError::invalid_request(format!("source `{name}` has no chat model to test: name one in `model`"))
+        })?,
+    };
+    if model.kind != ModelKind::Chat {
+        return Err(ApiError::invalid_request(format!("model `{}` is not a chat model", model.name)).param("model"));
+    }
+    let adapter = gw
+        .plugins
+        .adapter(&source.adapter)
+        .ok_or_else(|| internal(format!("adapter `{}` is not loaded", source.adapter)))?;
+    let unified = json!({
+        "model": model.name, "max_tokens": 16, "stream": false,
+        "messages": [{"role": "user", "content": TEST_PROMPT}],
+    })
+    .to_string();
+    let target = Target { source, model, adapter: &adapter, operation: Operation::Chat };
+    let started = Instant::now();
+    let Some(_permit) = runtime.provider.admit(source).await else {
+        return Ok(Json(json!({
+            "ok": false, "source": source.name, "model": model.name, "status": 503,
+            "latency_ms": started.elapsed().as_millis() as u64, "first_byte_ms": null, "answer": null,
+            "error": {"message": format!("busy: all {} places of max_concurrent are in use", source.max_concurrent), "code": "busy"},
+        })));
+    };
+    let outcome = runtime.provider.complete(&target, &unified).await;
+    let latency_ms = started.elapsed().as_millis() as u64;
+    tracing::info!(source = %source.name, model = %model.name, ok = outcome.is_ok(), latency_ms, "admin tested a source");
+    Ok(Json(match outcome {
+        Ok((body, head)) => {
+            let answer: Value = serde_json::from_str(&body).unwrap_or_default();
+            let text = answer["choices"][0]["message"]["content"].as_str().unwrap_or_default();
+            json!({
+                "ok": true, "source": source.name, "model": model.name, "status": 200, "latency_ms": latency_ms,
+                "first_byte_ms": head.as_millis() as u64, "answer": text.chars().take(500).collect::<String>(),
+                "error": null,
+            })
+        }
+        Err(e) => {
+            let api = ApiError::from(&e);
+            json!({
+                "ok": false, "source": source.name, "model": model.name, "status": api.status.as_u16(),
+                "latency_ms": latency_ms, "first_byte_ms": null, "answer": null,
+                "error": {"message": e.to_string(), "code": api.code},
+            })
+        }
+    }))
 }

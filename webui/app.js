@@ -1,0 +1,219 @@
+// The shell: login, theme, navigation and the hash router. Pages are loaded on demand with
+// import('./pages/NAME.js'); a page that fails to load or throws shows an ErrorBox.
+import { html, render, useState, useEffect, useRef, Component } from './lib.js';
+import { api, token, onUnauthorized } from './api.js';
+import { ErrorBox, Loading, Toasts, Button, Field, parseHash } from './ui.js';
+
+const ICON = new URL('./favicon.svg', import.meta.url).href;
+
+const PAGES = [
+  { id: 'overview', label: 'Overview', icon: '◔' },
+  { id: 'sources', label: 'Sources', icon: '⇄' },
+  { id: 'adapters', label: 'Adapters', icon: '▣' },
+  { id: 'priority', label: 'Priority', icon: '≡' },
+  { id: 'routes', label: 'Routes', icon: '⤳' },
+  { id: 'keys', label: 'Keys', icon: '◎' },
+  { id: 'logs', label: 'Logs', icon: '☰' },
+  { id: 'playground', label: 'Playground', icon: '▷' },
+  { id: 'operations', label: 'Operations', icon: '⚙' },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Theme: follows prefers-color-scheme unless a choice is stored; `data-theme` on <html>.
+
+const THEME_KEY = 'switchyard.theme';
+const media = window.matchMedia('(prefers-color-scheme: dark)');
+const storedTheme = () => { try { return localStorage.getItem(THEME_KEY); } catch { return null; } };
+function applyTheme() {
+  const t = storedTheme();
+  const theme = t === 'light' || t === 'dark' ? t : media.matches ? 'dark' : 'light';
+  if (document.documentElement.dataset.theme !== theme) {
+    document.documentElement.dataset.theme = theme;
+    window.dispatchEvent(new CustomEvent('switchyard:theme', { detail: theme }));
+  }
+  return theme;
+}
+applyTheme();
+media.addEventListener?.('change', applyTheme);
+
+function ThemeToggle() {
+  const [theme, setTheme] = useState(document.documentElement.dataset.theme);
+  const flip = () => {
+    const next = theme === 'dark' ? 'light' : 'dark';
+    // Choosing what the system already shows returns to following the system.
+    try {
+      if ((next === 'dark') === media.matches) localStorage.removeItem(THEME_KEY);
+      else localStorage.setItem(THEME_KEY, next);
+    } catch { /* storage off: theme for this page only */ }
+    document.documentElement.dataset.theme = next;
+    window.dispatchEvent(new CustomEvent('switchyard:theme', { detail: next }));
+    setTheme(next);
+  };
+  useEffect(() => {
+    const f = (e) => setTheme(e.detail);
+    window.addEventListener('switchyard:theme', f);
+    return () => window.removeEventListener('switchyard:theme', f);
+  }, []);
+  const label = theme === 'dark' ? 'Switch to light theme' : 'Switch to dark theme';
+  return html`<button type="button" class="btn btn-ghost btn-icon" aria-label=${label} title=${label} onClick=${flip}>
+    <span aria-hidden="true">${theme === 'dark' ? '☀' : '☾'}</span></button>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Login
+
+function Login({ message, onLogin }) {
+  const [value, setValue] = useState('');
+  const [error, setError] = useState(message ? { message } : null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => setError(message ? { message } : null), [message]);
+  const submit = async (e) => {
+    e.preventDefault();
+    const t = value.trim();
+    if (!t) { setError({ message: 'enter the admin token' }); return; }
+    setBusy(true);
+    setError(null);
+    token.set(t); // api() reads the token from sessionStorage; removed again unless accepted
+    try {
+      await api('GET', '/settings');
+      onLogin();
+    } catch (err) {
+      token.clear();
+      setError(err.status === 401 ? { message: 'admin token refused' } : err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<div class="login-wrap">
+    <form class="login card" onSubmit=${submit} aria-labelledby="login-title">
+      <div class="brand brand-login"><img src=${ICON} alt="" width="28" height="28" /><span>Switchyard</span></div>
+      <h1 id="login-title">Log in</h1>
+      <p class="muted">Enter the gateway's <code>admin_token</code>. It is kept for this browser tab only.</p>
+      <${Field} label="Admin token">
+        <input type="password" autocomplete="current-password" value=${value} autofocus
+          onInput=${(e) => setValue(e.currentTarget.value)} required />
+      <//>
+      ${error ? html`<${ErrorBox} error=${error} title="Login failed" />` : null}
+      <${Button} type="submit" variant="primary" busy=${busy}>Log in<//>
+    </form>
+  </div>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pages: loaded on demand, each behind an error boundary.
+
+const modules = new Map();
+let attempt = 0;
+function loadPage(id, retry) {
+  if (retry) modules.delete(id);
+  if (!modules.has(id)) {
+    // A failed import() is cached by URL; a retry asks for a fresh URL.
+    const url = retry ? `./pages/${id}.js?retry=${++attempt}` : `./pages/${id}.js`;
+    const p = import(url);
+    p.catch(() => {});
+    modules.set(id, p);
+  }
+  return modules.get(id);
+}
+
+class Boundary extends Component {
+  constructor() { super(); this.state = { error: null }; }
+  componentDidCatch(error) { this.setState({ error }); }
+  render({ children, page }, { error }) {
+    if (error) {
+      return html`<${ErrorBox} title=${`The ${page} page failed`} error=${error}
+        onRetry=${() => this.setState({ error: null })} />`;
+    }
+    return children;
+  }
+}
+
+function PageHost({ id }) {
+  const [state, setState] = useState({ mod: null, error: null });
+  const [retry, setRetry] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setState({ mod: null, error: null });
+    loadPage(id, retry > 0).then(
+      (mod) => live && setState({ mod, error: null }),
+      (error) => live && setState({ mod: null, error }),
+    );
+    return () => { live = false; };
+  }, [id, retry]);
+  if (state.error) {
+    return html`<${ErrorBox} title=${`Could not load the ${id} page`} error=${state.error} onRetry=${() => setRetry((n) => n + 1)} />`;
+  }
+  if (!state.mod) return html`<${Loading} />`;
+  const Page = state.mod.default;
+  if (typeof Page !== 'function') return html`<${ErrorBox} error=${{ message: `pages/${id}.js has no default export` }} />`;
+  return html`<${Boundary} page=${id} key=${`${id}:${retry}`}><${Page} /><//>`;
+}
+
+function useRoute() {
+  const [page, setPage] = useState(() => parseHash().page);
+  useEffect(() => {
+    const f = () => setPage(parseHash().page);
+    window.addEventListener('hashchange', f);
+    return () => window.removeEventListener('hashchange', f);
+  }, []);
+  return page;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shell
+
+function Shell({ onLogout }) {
+  const page = useRoute();
+  const [menuOpen, setMenuOpen] = useState(false);
+  const main = useRef(null);
+  const known = PAGES.find((p) => p.id === page);
+  const first = useRef(true);
+  useEffect(() => {
+    setMenuOpen(false);
+    document.title = known ? `${known.label} · Switchyard` : 'Switchyard';
+    if (first.current) { first.current = false; return; }
+    main.current?.focus({ preventScroll: true });
+    window.scrollTo(0, 0);
+  }, [page]);
+  return html`<div class="shell">
+    <a class="skip" href="#main" onClick=${(e) => { e.preventDefault(); main.current?.focus(); }}>Skip to content</a>
+    <header class="topbar">
+      <button type="button" class="btn btn-ghost btn-icon menu-btn" aria-label="Menu" aria-expanded=${menuOpen ? 'true' : 'false'}
+        aria-controls="nav" onClick=${() => setMenuOpen(!menuOpen)}><span aria-hidden="true">☰</span></button>
+      <a class="brand" href="#/overview"><img src=${ICON} alt="" width="22" height="22" /><span>Switchyard</span></a>
+      <div class="topbar-actions">
+        <${ThemeToggle} />
+        <${Button} size="sm" variant="ghost" onClick=${onLogout}>Log out<//>
+      </div>
+    </header>
+    <nav id="nav" class=${`nav ${menuOpen ? 'open' : ''}`} aria-label="Main">
+      <ul>${PAGES.map((p) => html`<li key=${p.id}>
+        <a href=${`#/${p.id}`} aria-current=${p.id === page ? 'page' : undefined}>
+          <span class="nav-icon" aria-hidden="true">${p.icon}</span>${p.label}</a></li>`)}</ul>
+    </nav>
+    <main id="main" class="main" tabindex="-1" ref=${main}>
+      ${known ? html`<${PageHost} id=${page} key=${page} />`
+        : html`<${ErrorBox} title="Not found" error=${{ message: `there is no page "${page}"` }} />`}
+    </main>
+    <${Toasts} />
+  </div>`;
+}
+
+function App() {
+  const [authed, setAuthed] = useState(!!token.get());
+  const [message, setMessage] = useState(null);
+  useEffect(() => onUnauthorized(() => {
+    // The login form's own check clears the token itself; only a session in use is ended here.
+    if (!document.querySelector('.login')) {
+      token.clear();
+      setMessage('The admin token was refused (401): sign in again.');
+      setAuthed(false);
+    }
+  }), []);
+  if (!authed) {
+    return html`<${Login} message=${message} onLogin=${() => { setMessage(null); setAuthed(true); }} /><${Toasts} />`;
+  }
+  return html`<${Shell} onLogout=${() => { token.clear(); setMessage(null); setAuthed(false); }} />`;
+}
+
+render(html`<${App} />`, document.getElementById('app'));
