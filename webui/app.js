@@ -175,19 +175,27 @@ function Shell({ onLogout }) {
     main.current?.focus({ preventScroll: true });
     window.scrollTo(0, 0);
   }, [page]);
+  useEffect(() => {
+    if (!menuOpen) return undefined;
+    const close = (e) => {
+      if (e.key === 'Escape') { setMenuOpen(false); document.querySelector('.menu-btn')?.focus(); }
+    };
+    document.addEventListener('keydown', close);
+    return () => document.removeEventListener('keydown', close);
+  }, [menuOpen]);
   return html`<div class="shell">
     <a class="skip" href="#main" onClick=${(e) => { e.preventDefault(); main.current?.focus(); }}>Skip to content</a>
     <header class="topbar">
-      <button type="button" class="btn btn-ghost btn-icon menu-btn" aria-label="Menu" aria-expanded=${menuOpen ? 'true' : 'false'}
-        aria-controls="nav" onClick=${() => setMenuOpen(!menuOpen)}><span aria-hidden="true">☰</span></button>
       <a class="brand" href="#/overview"><img src=${ICON} alt="" width="22" height="22" /><span>Switchyard</span></a>
       <div class="topbar-actions">
         <${ThemeToggle} />
         <${Button} size="sm" variant="ghost" onClick=${onLogout}>Log out<//>
       </div>
     </header>
-    <nav id="nav" class=${`nav ${menuOpen ? 'open' : ''}`} aria-label="Main">
-      <ul>${PAGES.map((p) => html`<li key=${p.id}>
+    <nav class=${`nav ${menuOpen ? 'open' : ''}`} aria-label="Main">
+      <button type="button" class="btn btn-ghost btn-icon menu-btn" aria-label="Menu" aria-expanded=${menuOpen ? 'true' : 'false'}
+        aria-controls="nav-list" onClick=${() => setMenuOpen(!menuOpen)}><span aria-hidden="true">☰</span></button>
+      <ul id="nav-list">${PAGES.map((p) => html`<li key=${p.id}>
         <a href=${`#/${p.id}`} aria-current=${p.id === page ? 'page' : undefined}>
           <span class="nav-icon" aria-hidden="true">${p.icon}</span>${p.label}</a></li>`)}</ul>
     </nav>

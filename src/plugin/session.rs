@@ -4,14 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::component::ResourceAny;
 use wasmtime::{Store, Trap};
 
 use super::Adapter;
 use super::bindings::{AdapterWorld, GuestError, GuestState, HttpRequest, HttpResponse, StreamEvent, StreamOutput};
 use super::error::{GuestCall, SandboxCause, SandboxError};
-use super::pool::Instance;
+use super::pool::{Instance, PoolPermit};
 
 /// Outer error: the sandbox failed. Inner error: the adapter's own classified verdict.
 pub type GuestResult<T> = Result<Result<T, GuestError>, SandboxError>;
@@ -22,7 +21,7 @@ pub struct AdapterSession {
     resource: ResourceAny,
     /// Set once a call trapped or broke a limit: the instance is never reused.
     poisoned: bool,
-    _permit: OwnedSemaphorePermit,
+    _permit: PoolPermit,
 }
 
 impl AdapterSession {
@@ -30,7 +29,7 @@ impl AdapterSession {
         adapter: Arc<Adapter>,
         instance: Instance,
         resource: ResourceAny,
-        permit: OwnedSemaphorePermit,
+        permit: PoolPermit,
     ) -> Self {
         AdapterSession { adapter, instance: Some(instance), resource, poisoned: false, _permit: permit }
     }
