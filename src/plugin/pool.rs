@@ -83,8 +83,9 @@ impl InstancePool {
         self.size.lock().expect("pool lock").capacity
     }
 
-    /// Places free now (tests; `capacity` minus those in use, once no shrink is owed).
-    pub fn available(&self) -> usize {
+    /// Places free now (`capacity` minus those in use, once no shrink is owed).
+    #[cfg(test)]
+    fn available(&self) -> usize {
         self.permits.available_permits()
     }
 

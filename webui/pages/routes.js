@@ -170,7 +170,7 @@ function PriorityCell({ provider, label, onSaved }) {
   const [value, setValue] = useState(String(provider.priority ?? 0));
   const [busy, setBusy] = useState(false);
   const commit = async () => {
-    if (value === String(provider.priority ?? 0)) return;
+    if (busy || value === String(provider.priority ?? 0)) return;
     let n;
     try { n = parseNumber('Priority', value, { int: true, required: true }); } catch (e) {
       toast(e.message, 'error');
