@@ -81,7 +81,7 @@ pub async fn build_with_clock(
     Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, Some(store))?), report))
 }
 
-/// The admin token kept in `file` (mode 600), made on the first start: 256 random bits.
+/// The admin token kept in `file` (mode 600), made on the first start: 244 random bits.
 fn stored_admin_token(file: &Path) -> std::io::Result<Secret> {
     match std::fs::read_to_string(file) {
         Ok(text) if !text.trim().is_empty() => {

@@ -103,13 +103,9 @@ function Login({ message, onLogin }) {
 // Pages: loaded on demand, each behind an error boundary.
 
 const modules = new Map();
-let attempt = 0;
-function loadPage(id, retry) {
-  if (retry) modules.delete(id);
+function loadPage(id) {
   if (!modules.has(id)) {
-    // A failed import() is cached by URL; a retry asks for a fresh URL.
-    const url = retry ? `./pages/${id}.js?retry=${++attempt}` : `./pages/${id}.js`;
-    const p = import(url);
+    const p = import(`./pages/${id}.js`);
     p.catch(() => {});
     modules.set(id, p);
   }
@@ -130,23 +126,25 @@ class Boundary extends Component {
 
 function PageHost({ id }) {
   const [state, setState] = useState({ mod: null, error: null });
-  const [retry, setRetry] = useState(0);
   useEffect(() => {
     let live = true;
     setState({ mod: null, error: null });
-    loadPage(id, retry > 0).then(
+    loadPage(id).then(
       (mod) => live && setState({ mod, error: null }),
       (error) => live && setState({ mod: null, error }),
     );
     return () => { live = false; };
-  }, [id, retry]);
+  }, [id]);
   if (state.error) {
-    return html`<${ErrorBox} title=${`Could not load the ${id} page`} error=${state.error} onRetry=${() => setRetry((n) => n + 1)} />`;
+    // The usual cause is a gateway upgraded under an open tab (its old asset URLs are gone):
+    // Retry loads the WebUI afresh.
+    return html`<${ErrorBox} title=${`Could not load the ${id} page (was the gateway upgraded?)`} error=${state.error}
+      onRetry=${() => location.reload()} />`;
   }
   if (!state.mod) return html`<${Loading} />`;
   const Page = state.mod.default;
   if (typeof Page !== 'function') return html`<${ErrorBox} error=${{ message: `pages/${id}.js has no default export` }} />`;
-  return html`<${Boundary} page=${id} key=${`${id}:${retry}`}><${Page} /><//>`;
+  return html`<${Boundary} page=${id} key=${id}><${Page} /><//>`;
 }
 
 function useRoute() {

@@ -11,25 +11,34 @@ export function useApi(path, deps = [], { refreshMs } = {}) {
   const [state, setState] = useState({ data: undefined, error: null, loading: !!path });
   const seq = useRef(0);
   const live = useRef(true);
-  const load = useCallback(async () => {
+  // The call in flight: a newer load aborts it, and a timer tick never piles on a slow one.
+  const inFlight = useRef(null);
+  const load = useCallback(async (options) => {
     if (!path) { setState({ data: undefined, error: null, loading: false }); return; }
+    if (options?.tick && inFlight.current) return;
+    inFlight.current?.abort();
+    const ctl = new AbortController();
+    inFlight.current = ctl;
     const mine = ++seq.current;
     setState((s) => ({ ...s, loading: true }));
     try {
-      const data = await api('GET', path);
+      const data = await api('GET', path, undefined, { signal: ctl.signal });
       if (live.current && mine === seq.current) setState({ data, error: null, loading: false });
     } catch (error) {
+      if (error?.name === 'AbortError') return;
       if (live.current && mine === seq.current) setState((s) => ({ data: s.data, error, loading: false }));
+    } finally {
+      if (inFlight.current === ctl) inFlight.current = null;
     }
   }, [path, ...deps]);
-  useEffect(() => { live.current = true; return () => { live.current = false; }; }, []);
+  useEffect(() => { live.current = true; return () => { live.current = false; inFlight.current?.abort(); }; }, []);
   useEffect(() => {
     load();
     if (!refreshMs) return undefined;
-    const t = setInterval(() => { if (!document.hidden) load(); }, refreshMs);
+    const t = setInterval(() => { if (!document.hidden) load({ tick: true }); }, refreshMs);
     return () => clearInterval(t);
   }, [load, refreshMs]);
-  return { ...state, reload: load };
+  return { ...state, reload: () => load() };
 }
 
 /** useAction() → [run(fn, okMessage?), busy]: runs an async action, toasts its error (or okMessage), returns its result. */
@@ -222,14 +231,15 @@ function useDialogFocus(ref, onClose) {
 }
 
 /** Modal({title, onClose, children, footer, wide}) → centred dialog (role=dialog aria-modal), Escape/backdrop close, focus trapped. */
-export function Modal({ title, onClose, children, footer, wide }) {
+export function Modal({ title, onClose, children, footer, wide, dismissable = true }) {
   const ref = useRef(null);
   const tid = useRef(`dlg${++fieldSeq}`).current;
-  useDialogFocus(ref, onClose);
-  return html`<div class="backdrop" onMouseDown=${(e) => { if (e.target === e.currentTarget) onClose?.(); }}>
+  // Not dismissable: only its own buttons close it (a one-time secret must not vanish on a stray click).
+  useDialogFocus(ref, dismissable ? onClose : null);
+  return html`<div class="backdrop" onMouseDown=${(e) => { if (dismissable && e.target === e.currentTarget) onClose?.(); }}>
     <div class=${`modal ${wide ? 'modal-wide' : ''}`} role="dialog" aria-modal="true" aria-labelledby=${tid} tabindex="-1" ref=${ref}>
       <header class="modal-head"><h2 id=${tid}>${title}</h2>
-        <${IconButton} label="Close" onClick=${onClose}>✕<//></header>
+        ${dismissable ? html`<${IconButton} label="Close" onClick=${onClose}>✕<//>` : null}</header>
       <div class="modal-body">${children}</div>
       ${footer ? html`<footer class="modal-foot">${footer}</footer>` : null}
     </div>

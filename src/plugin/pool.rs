@@ -41,12 +41,15 @@ pub struct PoolPermit {
 
 impl Drop for PoolPermit {
     fn drop(&mut self) {
+        // Given back under the lock, so a shrink running now sees it either held or free.
         let mut size = self.size.lock().unwrap_or_else(|p| p.into_inner());
-        if size.owed > 0
-            && let Some(permit) = self.permit.take()
-        {
-            size.owed -= 1;
-            permit.forget();
+        if let Some(permit) = self.permit.take() {
+            if size.owed > 0 {
+                size.owed -= 1;
+                permit.forget();
+            } else {
+                drop(permit);
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 
 use super::Gateway;
 use super::auth::KeyEntry;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorType};
 
 /// Completion tokens set aside for a call that names no `max_tokens`: the books learn the
 /// real figure when it ends; until then parallel calls cannot all slip under the quota.
@@ -43,7 +43,7 @@ pub fn admit(gw: &Arc<Gateway>, key: &KeyEntry, unified: &str, prompt_estimate: 
                 if reserved > 0 { format!(", {reserved} more set aside for calls in flight") } else { String::new() };
             Err(ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
-                "insufficient_quota",
+                ErrorType::InsufficientQuota,
                 format!(
                     "key `{}` has used its token quota ({used} of {} per {}{in_flight}){resets}",
                     key.name, quota.tokens, quota.period

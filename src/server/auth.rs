@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use axum::http::{HeaderMap, StatusCode, header};
 use sha2::{Digest, Sha256};
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorType};
 use crate::config::{Config, GroupName, KeyConfig, KeyName};
 use crate::scheduler::Quota;
 
@@ -76,7 +76,7 @@ impl KeyTable {
 
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<&KeyEntry, ApiError> {
         let unauthorized = |message: &str| {
-            ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", message).code("invalid_api_key")
+            ApiError::new(StatusCode::UNAUTHORIZED, ErrorType::Authentication, message).code("invalid_api_key")
         };
         // Anthropic clients send their key as `x-api-key`.
         if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {

@@ -11,7 +11,8 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::value::RawValue;
 
-use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
+use super::dispatch::{Answer, Call, dispatch};
+use super::envelope::{FrontDoor, respond};
 use super::error::ApiError;
 use super::request::{ChatRequest, Incoming, parse_json};
 use crate::config::ModelKind;

@@ -2,29 +2,27 @@
 //! candidates, check scope and kind, apply the route's mode, let the scheduler order the
 //! candidates, and try them in turn until one serves.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tracing::Instrument;
 
 use super::admission;
 use super::auth::KeyEntry;
 use super::books::{Books, LogContext};
-use super::error::ApiError;
+use super::error::{ApiError, ErrorType};
 use super::modes;
-use super::request::Incoming;
+use super::report::Report;
+use super::scope::plan_candidates;
 use super::{Gateway, Runtime};
 use crate::config::{KeyName, ModelKind, RouteConfig, RouteMode};
 use crate::plugin::Operation;
 use crate::provider::{AttemptError, ChunkStream, StreamEnd, Tally, Target};
-use crate::router::{self, AUTO, Planned, Resolution};
-use crate::scheduler::{self, Candidate, Failure, SkipReason, Skipped, SlotKey, Timing, UnixMs, Verdict};
+use crate::router::{self, Planned};
+use crate::scheduler::{self, Candidate, Failure, SlotKey, Timing, UnixMs, Verdict};
 
 /// Names the source that answered (the WebUI's playground shows it).
 pub const SOURCE_HEADER: &str = "x-switchyard-source";
@@ -97,7 +95,7 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
         if call.depth > MAX_DEPTH {
             return Err(ApiError::new(
                 StatusCode::LOOP_DETECTED,
-                "invalid_request_error",
+                ErrorType::InvalidRequest,
                 format!(
                     "route calls nest deeper than {MAX_DEPTH} at model \"{}\": check the vision_alias and judge_alias settings for a loop",
                     call.model
@@ -128,85 +126,6 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
             _ => serve(gw, key, &call, candidates, log).await,
         }
     })
-}
-
-/// The candidates `call.model` names that this key may use, of the endpoint's kind, the route
-/// they came from, and how they were found (the log's `mode`).
-fn plan_candidates<'a>(
-    key: &KeyEntry,
-    call: &Call<'a>,
-) -> Result<(Option<&'a RouteConfig>, Vec<Planned<'a>>, &'static str), ApiError> {
-    let model = call.model;
-    match router::route(&call.runtime.config, model, call.kind, &key.group) {
-        Resolution::Unknown => {
-            if !key.scope.allows(&[model]) {
-                return Err(not_allowed(model));
-            }
-            Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                "invalid_request_error",
-                format!("model \"{model}\" does not exist; GET /v1/models lists the models this key may use"),
-            )
-            .code("model_not_found")
-            .param("model"))
-        }
-        Resolution::Auto { candidates, fallback_from } => {
-            if !key.scope.allows(&[AUTO]) {
-                return Err(match fallback_from {
-                    Some(x) => ApiError::new(
-                        StatusCode::FORBIDDEN,
-                        "model_not_allowed",
-                        format!("model \"{x}\" is not in this key's model scope, so it cannot use AUTO"),
-                    ),
-                    None => not_allowed(model),
-                });
-            }
-            if candidates.is_empty() {
-                let chain = if call.kind == ModelKind::Image { "auto_image" } else { "auto" };
-                return Err(ApiError::new(
-                    StatusCode::NOT_FOUND,
-                    "invalid_request_error",
-                    format!("model AUTO has no candidates: add slots to `{chain}` in the runtime file"),
-                )
-                .code("model_not_found")
-                .param("model"));
-            }
-            Ok((None, candidates, "auto"))
-        }
-        Resolution::Route { route, candidates } => {
-            if !key.scope.allows(&[model]) {
-                return Err(not_allowed(model));
-            }
-            let of_kind: Vec<Planned> = candidates.into_iter().filter(|p| p.resolved.model.kind == call.kind).collect();
-            if of_kind.is_empty() {
-                return Err(wrong_kind(model, call.kind));
-            }
-            Ok((Some(route), of_kind, route.mode.as_str()))
-        }
-        Resolution::Named(resolved) => {
-            let allowed: Vec<_> =
-                resolved.into_iter().filter(|r| key.scope.allows(&[model, &r.qualified(), &r.model.name])).collect();
-            if allowed.is_empty() {
-                return Err(not_allowed(model));
-            }
-            if allowed.iter().all(|r| r.model.kind != call.kind) {
-                return Err(wrong_kind(model, call.kind));
-            }
-            let planned = allowed
-                .into_iter()
-                .filter(|r| r.model.kind == call.kind)
-                .map(|resolved| Planned { resolved, tier: 0, quota: None })
-                .collect();
-            Ok((None, planned, "model"))
-        }
-    }
-}
-
-fn wrong_kind(model: &str, kind: ModelKind) -> ApiError {
-    let wanted = format!("{kind:?}").to_lowercase();
-    ApiError::invalid_request(format!("model \"{model}\" is not a {wanted} model"))
-        .param("model")
-        .code("wrong_model_kind")
 }
 
 /// Tries `candidates` in the scheduler's order until one serves; logs every attempt.
@@ -377,109 +296,3 @@ fn align_quota_failure(failure: Failure, candidate: &Candidate<'_>, now: UnixMs)
     }
 }
 
-fn not_allowed(model: &str) -> ApiError {
-    ApiError::new(StatusCode::FORBIDDEN, "model_not_allowed", format!("model \"{model}\" is not allowed for this key"))
-}
-
-/// What every candidate got, by tier, for the answer when none served.
-struct Report {
-    lines: BTreeMap<u32, Vec<String>>,
-    only_error: Option<AttemptError>,
-    failures: usize,
-    others: usize,
-    skipped: Vec<Skipped>,
-}
-
-impl Report {
-    fn new(skipped: Vec<Skipped>) -> Report {
-        Report { lines: BTreeMap::new(), only_error: None, failures: 0, others: 0, skipped }
-    }
-
-    fn note(&mut self, c: &Candidate<'_>, what: String) {
-        self.others += 1;
-        self.lines.entry(c.tier).or_default().push(format!("{}: {what}", c.resolved.qualified()));
-    }
-
-    fn failed(&mut self, c: &Candidate<'_>, e: AttemptError) {
-        self.failures += 1;
-        self.lines.entry(c.tier).or_default().push(format!("{}: {e}", c.resolved.qualified()));
-        self.only_error = (self.failures == 1).then_some(e);
-    }
-
-    /// The upstream's own error when it was the only candidate and nothing else was left
-    /// out; otherwise 503 with what each candidate got, tier by tier.
-    fn into_error(mut self, model: &str, now: UnixMs) -> ApiError {
-        if self.failures == 1
-            && self.others == 0
-            && self.skipped.is_empty()
-            && let Some(e) = self.only_error.take()
-        {
-            return ApiError::from(&e);
-        }
-        for s in std::mem::take(&mut self.skipped) {
-            let what = match s.reason {
-                SkipReason::Cooling { until: Some(until) } => {
-                    format!("cooling down for another {} s", until.since(now).as_secs().max(1))
-                }
-                SkipReason::Cooling { until: None } => "cooling down until cleared".to_string(),
-                SkipReason::QuotaSpent { used, quota, resets } => {
-                    let resets =
-                        resets.map_or(String::new(), |r| format!(", resets in {} s", r.since(now).as_secs().max(1)));
-                    format!("token quota spent ({used} of {quota}{resets})")
-                }
-            };
-            self.lines.entry(s.tier).or_default().push(format!("{}: {what}", s.key));
-        }
-        let tiered = self.lines.keys().any(|t| *t > 0);
-        let parts: Vec<String> = self
-            .lines
-            .into_iter()
-            .map(|(tier, lines)| if tiered { format!("tier {tier}: {}", lines.join("; ")) } else { lines.join("; ") })
-            .collect();
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "upstream_error",
-            format!("no source could serve model \"{model}\": {}", parts.join(" | ")),
-        )
-        .code("all_candidates_failed")
-    }
-}
-
-/// How a front door names its request-id header and renders errors in its protocol.
-pub struct FrontDoor {
-    pub name: &'static str,
-    pub id_header: &'static str,
-    pub render_error: fn(ApiError) -> Response,
-}
-
-impl FrontDoor {
-    /// The OpenAI endpoints: `x-request-id`, OpenAI error JSON.
-    pub const OPENAI: FrontDoor =
-        FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
-}
-
-/// Runs one request under a fresh id and span: logs a refusal, renders it in the front
-/// door's protocol, and stamps the id on the response.
-pub async fn respond<F>(door: FrontDoor, incoming: Incoming, handle: impl FnOnce(Incoming, String) -> F) -> Response
-where
-    F: Future<Output = Result<Response, ApiError>>,
-{
-    let started = Instant::now();
-    let id = uuid::Uuid::new_v4().simple().to_string();
-    let handle = handle(incoming, id.clone());
-    let span = tracing::info_span!("request", door = door.name, id = %id, key = tracing::field::Empty, model = tracing::field::Empty);
-    let mut response = match handle.instrument(span.clone()).await {
-        Ok(response) => response,
-        Err(e) => {
-            span.in_scope(|| {
-                let ms = started.elapsed().as_millis() as u64;
-                tracing::info!(target: crate::logging::ACCESS, status = e.status.as_u16(), ms, kind = e.kind, "refused: {}", e.message)
-            });
-            (door.render_error)(e)
-        }
-    };
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(door.id_header, value);
-    }
-    response
-}

@@ -10,17 +10,58 @@ use serde_json::json;
 use crate::plugin::ErrorKind;
 use crate::provider::AttemptError;
 
+/// The `type` of an error answer, as OpenAI's clients know them (plus the gateway's own
+/// `adapter_error`, `upstream_error` and `model_not_allowed`); rendered in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorType {
+    InvalidRequest,
+    Authentication,
+    Permission,
+    NotFound,
+    RateLimit,
+    InsufficientQuota,
+    Overloaded,
+    Upstream,
+    Adapter,
+    Api,
+    ModelNotAllowed,
+}
+
+impl ErrorType {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorType::InvalidRequest => "invalid_request_error",
+            ErrorType::Authentication => "authentication_error",
+            ErrorType::Permission => "permission_error",
+            ErrorType::NotFound => "not_found_error",
+            ErrorType::RateLimit => "rate_limit_error",
+            ErrorType::InsufficientQuota => "insufficient_quota",
+            ErrorType::Overloaded => "overloaded_error",
+            ErrorType::Upstream => "upstream_error",
+            ErrorType::Adapter => "adapter_error",
+            ErrorType::Api => "api_error",
+            ErrorType::ModelNotAllowed => "model_not_allowed",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub kind: &'static str,
+    pub kind: ErrorType,
     pub code: Option<Cow<'static, str>>,
     pub param: Option<String>,
     pub message: String,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, kind: ErrorType, message: impl Into<String>) -> Self {
         ApiError { status, kind, code: None, param: None, message: message.into() }
     }
 
@@ -35,11 +76,11 @@ impl ApiError {
     }
 
     pub fn invalid_request(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::BAD_REQUEST, "invalid_request_error", message)
+        ApiError::new(StatusCode::BAD_REQUEST, ErrorType::InvalidRequest, message)
     }
 
     pub fn body(&self) -> serde_json::Value {
-        json!({"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}})
+        json!({"error": {"message": self.message, "type": self.kind.as_str(), "param": self.param, "code": self.code}})
     }
 }
 
@@ -61,13 +102,13 @@ impl From<&AttemptError> for ApiError {
                 ApiError::new(status, kind_name, message).code(code)
             }
             AttemptError::Refused { .. } | AttemptError::Sandbox(_) | AttemptError::BadAdapterOutput { .. } => {
-                ApiError::new(StatusCode::BAD_GATEWAY, "adapter_error", message)
+                ApiError::new(StatusCode::BAD_GATEWAY, ErrorType::Adapter, message)
             }
             AttemptError::Transport { .. } => {
-                ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", message).code("upstream_unreachable")
+                ApiError::new(StatusCode::BAD_GATEWAY, ErrorType::Upstream, message).code("upstream_unreachable")
             }
             AttemptError::Timeout { .. } => {
-                ApiError::new(StatusCode::GATEWAY_TIMEOUT, "upstream_error", message).code("upstream_timeout")
+                ApiError::new(StatusCode::GATEWAY_TIMEOUT, ErrorType::Upstream, message).code("upstream_timeout")
             }
             AttemptError::Upstream { kind, status, message, code: upstream_code, .. } => {
                 let (fallback, kind_name, code) = upstream_kind(*kind);
@@ -85,19 +126,19 @@ impl From<&AttemptError> for ApiError {
 }
 
 /// (status when the upstream gave none, OpenAI error type, code) for each adapter verdict.
-fn upstream_kind(kind: ErrorKind) -> (StatusCode, &'static str, &'static str) {
+fn upstream_kind(kind: ErrorKind) -> (StatusCode, ErrorType, &'static str) {
     match kind {
-        ErrorKind::BadRequest => (StatusCode::BAD_REQUEST, "invalid_request_error", "bad_request"),
-        ErrorKind::Auth => (StatusCode::UNAUTHORIZED, "authentication_error", "upstream_auth"),
-        ErrorKind::Permission => (StatusCode::FORBIDDEN, "permission_error", "upstream_permission"),
-        ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found_error", "upstream_not_found"),
-        ErrorKind::RateLimit => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "rate_limited"),
-        ErrorKind::Quota => (StatusCode::TOO_MANY_REQUESTS, "insufficient_quota", "insufficient_quota"),
-        ErrorKind::Overloaded => (StatusCode::SERVICE_UNAVAILABLE, "overloaded_error", "overloaded"),
-        ErrorKind::Server => (StatusCode::BAD_GATEWAY, "upstream_error", "upstream_server_error"),
-        ErrorKind::ContentPolicy => (StatusCode::BAD_REQUEST, "invalid_request_error", "content_policy_violation"),
-        ErrorKind::InvalidResponse => (StatusCode::BAD_GATEWAY, "upstream_error", "invalid_upstream_response"),
-        ErrorKind::Truncated => (StatusCode::BAD_GATEWAY, "upstream_error", "stream_truncated"),
-        ErrorKind::Unsupported => (StatusCode::BAD_REQUEST, "invalid_request_error", "unsupported"),
+        ErrorKind::BadRequest => (StatusCode::BAD_REQUEST, ErrorType::InvalidRequest, "bad_request"),
+        ErrorKind::Auth => (StatusCode::UNAUTHORIZED, ErrorType::Authentication, "upstream_auth"),
+        ErrorKind::Permission => (StatusCode::FORBIDDEN, ErrorType::Permission, "upstream_permission"),
+        ErrorKind::NotFound => (StatusCode::NOT_FOUND, ErrorType::NotFound, "upstream_not_found"),
+        ErrorKind::RateLimit => (StatusCode::TOO_MANY_REQUESTS, ErrorType::RateLimit, "rate_limited"),
+        ErrorKind::Quota => (StatusCode::TOO_MANY_REQUESTS, ErrorType::InsufficientQuota, "insufficient_quota"),
+        ErrorKind::Overloaded => (StatusCode::SERVICE_UNAVAILABLE, ErrorType::Overloaded, "overloaded"),
+        ErrorKind::Server => (StatusCode::BAD_GATEWAY, ErrorType::Upstream, "upstream_server_error"),
+        ErrorKind::ContentPolicy => (StatusCode::BAD_REQUEST, ErrorType::InvalidRequest, "content_policy_violation"),
+        ErrorKind::InvalidResponse => (StatusCode::BAD_GATEWAY, ErrorType::Upstream, "invalid_upstream_response"),
+        ErrorKind::Truncated => (StatusCode::BAD_GATEWAY, ErrorType::Upstream, "stream_truncated"),
+        ErrorKind::Unsupported => (StatusCode::BAD_REQUEST, ErrorType::InvalidRequest, "unsupported"),
     }
 }

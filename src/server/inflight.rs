@@ -10,14 +10,14 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorType};
 use super::guarded::Guarded;
 
 pub async fn limit(State(places): State<Arc<Semaphore>>, request: Request, next: Next) -> Response {
     let Ok(place) = places.try_acquire_owned() else {
         let error = ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "overloaded_error",
+            ErrorType::Overloaded,
             "the gateway is serving as many requests as it allows (server.max_in_flight); retry shortly",
         )
         .code("too_many_requests_in_flight");

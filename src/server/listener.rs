@@ -18,7 +18,7 @@ use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
 use super::Gateway;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorType};
 use super::guarded::Guarded;
 
 /// Longest a refused connection is given to take its 503.
@@ -145,7 +145,7 @@ async fn refuse(mut stream: TcpStream, max: u32) {
     // Written by hand (no connection to serve it on), in the same error JSON as every answer.
     let body = ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
-        "overloaded_error",
+        ErrorType::Overloaded,
         format!("the gateway has {max} connections open (server.max_connections); retry shortly"),
     )
     .code("too_many_connections")

@@ -7,6 +7,7 @@ mod books;
 mod chat;
 mod dispatch;
 mod embeddings;
+mod envelope;
 mod error;
 mod guarded;
 mod images;
@@ -15,7 +16,9 @@ mod listener;
 mod messages;
 mod models;
 mod modes;
+mod report;
 mod request;
+mod scope;
 mod webui;
 
 use std::sync::Arc;
@@ -25,7 +28,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 
 pub use auth::{KeyTable, ModelScope};
-pub use error::ApiError;
+pub use error::{ApiError, ErrorType};
 pub use listener::serve;
 
 use arc_swap::ArcSwap;
@@ -120,7 +123,7 @@ impl Gateway {
 }
 
 fn internal(message: String) -> ApiError {
-    ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "api_error", message)
+    ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, ErrorType::Api, message)
 }
 
 /// Writes the runtime file whole: a temporary file beside it, synced, then renamed over it, so
@@ -158,6 +161,6 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
 }
 
 async fn not_found(uri: axum::http::Uri) -> impl IntoResponse {
-    ApiError::new(axum::http::StatusCode::NOT_FOUND, "invalid_request_error", format!("no route for {}", uri.path()))
+    ApiError::new(axum::http::StatusCode::NOT_FOUND, ErrorType::InvalidRequest, format!("no route for {}", uri.path()))
         .code("unknown_url")
 }

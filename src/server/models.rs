@@ -16,7 +16,8 @@ pub async fn list_models(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> 
     let key = runtime.keys.authenticate(&headers)?;
     let mut seen = BTreeSet::new();
     let mut data = Vec::new();
-    for source in &runtime.config.sources {
+    // A disabled source serves nothing, so its models are not offered (unless another serves them).
+    for source in runtime.config.sources.iter().filter(|s| s.enabled) {
         for model in &source.models {
             let qualified = format!("{}/{}", source.name, model.name);
             if key.scope.allows(&[&model.name, &qualified]) && seen.insert(model.name.clone()) {

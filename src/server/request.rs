@@ -12,7 +12,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::Deserialize;
 
 use super::auth::KeyEntry;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorType};
 use super::{Gateway, Runtime};
 
 /// A request as every front door receives it, before anything is checked.
@@ -55,7 +55,7 @@ pub async fn read_body(body: Body, (limit, within): (usize, std::time::Duration)
     let Ok(read) = tokio::time::timeout(within, Limited::new(body, limit).collect()).await else {
         return Err(ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
-            "invalid_request_error",
+            ErrorType::InvalidRequest,
             format!("the request body did not arrive within {} s (server.body_timeout_seconds)", within.as_secs_f64()),
         )
         .code("request_timeout"));
@@ -64,7 +64,7 @@ pub async fn read_body(body: Body, (limit, within): (usize, std::time::Duration)
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "invalid_request_error",
+            ErrorType::InvalidRequest,
             format!("request body exceeds the gateway's limit of {} MiB (body_limit_mb)", limit >> 20),
         )
         .code("request_too_large")),

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 use super::Gateway;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorType};
 
 // Debug builds read the folder at run time (edits show on reload); release builds carry it.
 #[derive(RustEmbed)]
@@ -75,11 +75,14 @@ async fn asset(State(gw): State<Arc<Gateway>>, Path((version_seen, path)): Path<
     if path == "index.html" {
         return missing(&path);
     }
+    // A tab opened before an upgrade asks for its own version: mixing its modules with
+    // today's would break, so it is told the file is gone and reloads (app.js offers it).
+    if version_seen != version() {
+        return missing(&path);
+    }
     let Some(file) = Assets::get(&path) else { return missing(&path) };
     let mut response = ([(header::CONTENT_TYPE, content_type(&path))], file.data.into_owned()).into_response();
-    // An old page may still ask for its own version: it gets today's file, uncached.
-    let cache = if version_seen == version() { "public, max-age=31536000, immutable" } else { "no-cache" };
-    secure(&mut response, cache);
+    secure(&mut response, "public, max-age=31536000, immutable");
     response
 }
 
@@ -105,13 +108,13 @@ fn content_type(path: &str) -> &'static str {
 }
 
 fn off() -> Response {
-    ApiError::new(StatusCode::NOT_FOUND, "invalid_request_error", "the WebUI is off: admin_token is empty in the config")
+    ApiError::new(StatusCode::NOT_FOUND, ErrorType::InvalidRequest, "the WebUI is off: admin_token is empty in the config")
         .code("unknown_url")
         .into_response()
 }
 
 fn missing(path: &str) -> Response {
-    ApiError::new(StatusCode::NOT_FOUND, "invalid_request_error", format!("the WebUI has no file {path}"))
+    ApiError::new(StatusCode::NOT_FOUND, ErrorType::InvalidRequest, format!("the WebUI has no file {path}"))
         .code("unknown_url")
         .into_response()
 }

@@ -248,61 +248,78 @@ pub struct Bucket {
     pub p95_ms: Option<u64>,
 }
 
-/// `[since, until)` cut into `count` equal buckets: attempts, errors, tokens and the latency
-/// percentiles of each. One pass over the time index; the percentiles are exact.
+/// Latencies read for the percentiles of one series at most: past this many attempts in the
+/// range, an even sample of them (by row id) stands for the rest.
+pub const MAX_PERCENTILE_ROWS: u64 = 100_000;
+
+/// `[since, until)` cut into at most `count` equal buckets: attempts, errors and tokens of
+/// each summed by SQLite over the time index, and the latency percentiles, exact up to
+/// `MAX_PERCENTILE_ROWS` attempts in the range and from an even sample past that.
 pub fn series(conn: &Connection, since_ms: u64, until_ms: u64, count: u32) -> rusqlite::Result<Vec<Bucket>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT at_ms, error IS NOT NULL, COALESCE(tokens_in, 0), COALESCE(tokens_out, 0), total_ms
-         FROM request_logs WHERE at_ms >= ?1 AND at_ms < ?2",
+    let grid = Grid::new(since_ms, until_ms, count);
+    let mut buckets = grid.empty();
+    let (since, until, width) = (since_ms as i64, until_ms as i64, grid.width as i64);
+    let mut sums = conn.prepare_cached(
+        "SELECT (at_ms - ?1) / ?3, COUNT(*), SUM(error IS NOT NULL), SUM(COALESCE(tokens_in, 0)),
+             SUM(COALESCE(tokens_out, 0))
+         FROM request_logs WHERE at_ms >= ?1 AND at_ms < ?2 GROUP BY 1",
     )?;
-    let rows = stmt.query_map([since_ms as i64, until_ms as i64], |r| {
-        Ok(Attempt {
-            at_ms: r.get::<_, i64>(0)? as u64,
-            error: r.get(1)?,
-            tokens_in: r.get::<_, i64>(2)? as u64,
-            tokens_out: r.get::<_, i64>(3)? as u64,
-            total_ms: r.get::<_, i64>(4)? as u64,
-        })
+    let mut attempts = 0u64;
+    let rows = sums.query_map([since, until, width], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?))
     })?;
-    let mut attempts = Vec::new();
     for row in rows {
-        attempts.push(row?);
+        let (i, n, errors, tokens_in, tokens_out) = row?;
+        if let Some(b) = buckets.get_mut(i as usize) {
+            b.requests = n as u64;
+            b.errors = errors as u64;
+            b.tokens_in = tokens_in.max(0) as u64;
+            b.tokens_out = tokens_out.max(0) as u64;
+            attempts += n as u64;
+        }
     }
-    Ok(bucketed(&attempts, since_ms, until_ms, count))
-}
-
-/// What the series needs of one log row.
-#[derive(Debug, Clone, Copy)]
-pub struct Attempt {
-    pub at_ms: u64,
-    pub error: bool,
-    pub tokens_in: u64,
-    pub tokens_out: u64,
-    pub total_ms: u64,
-}
-
-pub fn bucketed(attempts: &[Attempt], since_ms: u64, until_ms: u64, count: u32) -> Vec<Bucket> {
-    let count = count.clamp(1, MAX_BUCKETS) as u64;
-    let span = until_ms.saturating_sub(since_ms).max(count);
-    let width = span.div_ceil(count);
-    let mut buckets: Vec<Bucket> =
-        (0..count).map(|i| Bucket { at_ms: since_ms + i * width, ..Bucket::default() }).collect();
-    let mut latencies: Vec<Vec<u64>> = vec![Vec::new(); count as usize];
-    for a in attempts.iter().filter(|a| (since_ms..until_ms).contains(&a.at_ms)) {
-        let i = (((a.at_ms - since_ms) / width) as usize).min(buckets.len() - 1);
-        let b = &mut buckets[i];
-        b.requests += 1;
-        b.errors += a.error as u64;
-        b.tokens_in = b.tokens_in.saturating_add(a.tokens_in);
-        b.tokens_out = b.tokens_out.saturating_add(a.tokens_out);
-        latencies[i].push(a.total_ms);
+    let every = attempts.div_ceil(MAX_PERCENTILE_ROWS).max(1) as i64;
+    let mut latencies: Vec<Vec<u64>> = vec![Vec::new(); buckets.len()];
+    let mut times = conn.prepare_cached(
+        "SELECT (at_ms - ?1) / ?3, total_ms FROM request_logs WHERE at_ms >= ?1 AND at_ms < ?2 AND id % ?4 = 0",
+    )?;
+    let rows = times.query_map([since, until, width, every], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?;
+    for row in rows {
+        let (i, ms) = row?;
+        if let Some(l) = latencies.get_mut(i as usize) {
+            l.push(ms.max(0) as u64);
+        }
     }
     for (b, mut l) in buckets.iter_mut().zip(latencies) {
         l.sort_unstable();
         b.p50_ms = percentile(&l, 50);
         b.p95_ms = percentile(&l, 95);
     }
-    buckets
+    Ok(buckets)
+}
+
+/// How `[since, until)` is cut: buckets of `width` ms, as many as cover the range (at most
+/// the count asked for, at least one), the last one ending at or past `until`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    pub since: u64,
+    pub width: u64,
+    pub count: u64,
+}
+
+impl Grid {
+    pub fn new(since_ms: u64, until_ms: u64, count: u32) -> Grid {
+        let wanted = count.clamp(1, MAX_BUCKETS) as u64;
+        let span = until_ms.saturating_sub(since_ms).max(1);
+        let width = span.div_ceil(wanted);
+        Grid { since: since_ms, width, count: span.div_ceil(width) }
+    }
+
+    fn empty(&self) -> Vec<Bucket> {
+        (0..self.count)
+            .map(|i| Bucket { at_ms: self.since.saturating_add(i * self.width), ..Bucket::default() })
+            .collect()
+    }
 }
 
 /// The nearest-rank percentile of sorted values.
@@ -320,17 +337,27 @@ pub fn prune(conn: &Connection, before_ms: u64) -> rusqlite::Result<usize> {
 mod series_tests {
     use super::*;
 
-    fn at(at_ms: u64, total_ms: u64, error: bool) -> Attempt {
-        Attempt { at_ms, error, tokens_in: 10, tokens_out: 5, total_ms }
+    fn db(rows: &[(u64, u64, bool)]) -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        migrate(&conn).unwrap();
+        for (i, (at_ms, total_ms, error)) in rows.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO request_logs (at_ms, request_id, key, mode, source, model, status, error, total_ms,
+                     tokens_in, tokens_out, stream, affinity_hit) VALUES (?1, ?2, 'k', 'model', 's', 'm', 200, ?3, ?4, 10, 5, 0, 0)",
+                rusqlite::params![*at_ms as i64, format!("r{i}"), error.then_some("boom"), *total_ms as i64],
+            )
+            .unwrap();
+        }
+        conn
     }
 
     #[test]
     fn attempts_fall_into_their_bucket_with_exact_percentiles() {
-        let mut attempts: Vec<Attempt> = (1..=100).map(|ms| at(1_000 + ms, ms, ms > 98)).collect();
-        attempts.push(at(1_999, 7, false));
-        attempts.push(at(999, 1, false)); // before the range
-        attempts.push(at(2_000, 1, false)); // its end is open
-        let b = bucketed(&attempts, 1_000, 2_000, 2);
+        let mut rows: Vec<(u64, u64, bool)> = (1..=100).map(|ms| (1_000 + ms, ms, ms > 98)).collect();
+        rows.push((1_999, 7, false));
+        rows.push((999, 1, false)); // before the range
+        rows.push((2_000, 1, false)); // its end is open
+        let b = series(&db(&rows), 1_000, 2_000, 2).unwrap();
         assert_eq!(b.len(), 2);
         assert_eq!((b[0].at_ms, b[1].at_ms), (1_000, 1_500));
         assert_eq!((b[0].requests, b[0].errors, b[0].tokens_in, b[0].tokens_out), (100, 2, 1_000, 500));
@@ -339,12 +366,27 @@ mod series_tests {
     }
 
     #[test]
-    fn an_empty_or_tiny_range_still_has_its_buckets() {
-        let b = bucketed(&[], 5, 5, 3);
-        assert_eq!(b.len(), 3);
+    fn buckets_cover_the_range_and_never_start_past_its_end() {
+        for (since, until, count) in [(0, 10, 60), (0, 1_001, 500), (5, 5, 3), (0, 3_600_000, 60), (7, 8, 0)] {
+            let grid = Grid::new(since, until, count);
+            assert!(grid.count >= 1 && grid.count <= MAX_BUCKETS as u64, "{grid:?}");
+            assert!(grid.count <= count.max(1) as u64, "never more than asked: {grid:?}");
+            assert!(since + (grid.count - 1) * grid.width < until.max(since + 1), "{grid:?}");
+            assert!(since + grid.count * grid.width >= until, "the range is covered: {grid:?}");
+        }
+        assert_eq!(Grid::new(0, 3_600_000, 60).width, 60_000);
+        let b = series(&db(&[]), 0, 10, 60).unwrap();
+        assert_eq!(b.len(), 10);
         assert!(b.iter().all(|b| b.requests == 0 && b.p50_ms.is_none()));
-        assert_eq!(bucketed(&[], 0, 10, 0).len(), 1, "at least one bucket");
-        assert_eq!(bucketed(&[], 0, 10, 100_000).len(), MAX_BUCKETS as usize);
+    }
+
+    #[test]
+    fn the_largest_ranges_neither_overflow_nor_wrap() {
+        let top = i64::MAX as u64;
+        let grid = Grid::new(top - 2, top, 3);
+        assert_eq!((grid.width, grid.count), (1, 2));
+        assert_eq!(series(&db(&[(top - 1, 5, false)]), top - 2, top, 3).unwrap()[1].requests, 1);
+        assert_eq!(series(&db(&[(3, 5, false)]), 0, top, 500).unwrap()[0].requests, 1);
     }
 }
 

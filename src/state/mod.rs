@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
 
-pub use logs::{Bucket, LogPage, LogQuery, LogRow, MAX_BUCKETS, MAX_PAGE};
+pub use logs::{Bucket, Grid, LogPage, LogQuery, LogRow, MAX_BUCKETS, MAX_PAGE};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};

@@ -432,6 +432,10 @@ async fn operators_switch_channel_selection_and_disable_sources_live_and_the_ans
     assert!(text.contains("disabled by an operator"), "{text}");
     let listed = admin.get("/admin/api/sources").await;
     assert_eq!(listed["sources"][0]["enabled"], false);
+    let health = admin.get("/admin/api/health").await;
+    assert_eq!(health["slots"][0]["state"], "disabled", "{health}");
+    let models: Value = gw.get("/v1/models").send().await.unwrap().json().await.unwrap();
+    assert!(models["data"].as_array().unwrap().is_empty(), "a disabled source's models are not offered: {models}");
     source["enabled"] = json!(true);
     admin.send(reqwest::Method::PUT, "/admin/api/sources/base", Some(source)).await;
     assert_eq!(answer(&gw, KEY, "m").await, (200, "from base".into()));

@@ -111,7 +111,7 @@ function SecretDialog({ created, onClose }) {
     setCopied(ok);
     if (ok) toast('Key copied', 'ok', 1500);
   };
-  return html`<${Modal} title=${`Key ${created.name} created`} onClose=${onClose} footer=${html`
+  return html`<${Modal} title=${`Key ${created.name} created`} onClose=${onClose} dismissable=${false} footer=${html`
       <${Button} variant="primary" onClick=${onClose}>Done<//>`}>
     <div class="state warnbox" role="alert">
       <strong>Copy the key now: it will not be shown again.</strong> Only a digest of it is kept; if it is lost, revoke it and create another.

@@ -108,6 +108,8 @@ export default function PlaygroundPage() {
   const [turns, setTurns] = useState([]);
   const [busy, setBusy] = useState(false);
   const abort = useRef(null);
+  // Bumped by Clear: a stream still finishing must not write the cleared conversation back.
+  const conversation = useRef(0);
   const logEnd = useRef(null);
   const fileInput = useRef(null);
 
@@ -155,6 +157,7 @@ export default function PlaygroundPage() {
     ];
     const body = { model, messages, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
     const assistant = { role: 'assistant', text: '', reasoning: '', meta: { model } };
+    const mine = conversation.current;
     setTurns([...history, assistant]);
     setInput('');
     setImages([]);
@@ -165,7 +168,7 @@ export default function PlaygroundPage() {
     const started = performance.now();
     const cur = { ...assistant, meta: { ...assistant.meta } };
     let raf = 0;
-    const flush = () => { raf = 0; setTurns([...history, { ...cur, meta: { ...cur.meta } }]); };
+    const flush = () => { raf = 0; if (mine === conversation.current) setTurns([...history, { ...cur, meta: { ...cur.meta } }]); };
     const schedule = () => { if (!raf) raf = requestAnimationFrame(flush); };
     try {
       const res = await client('POST', '/v1/chat/completions', key, body, { signal: ctl.signal });
@@ -230,13 +233,13 @@ export default function PlaygroundPage() {
       cancelAnimationFrame(raf);
       cur.meta.total = performance.now() - started;
       if (abort.current === ctl) abort.current = null;
-      setTurns([...history, { ...cur, meta: { ...cur.meta } }]);
+      if (mine === conversation.current) setTurns([...history, { ...cur, meta: { ...cur.meta } }]);
       setBusy(false);
     }
   };
 
   const stop = () => abort.current?.abort();
-  const clear = () => { stop(); setTurns([]); };
+  const clear = () => { conversation.current += 1; stop(); setTurns([]); };
 
   let picker;
   if (!key) picker = html`<p class="muted small">Enter a gateway key to list its models.</p>`;

@@ -366,19 +366,27 @@ function ChainEditor({ kind, chain, draft, setDraft, catalog, index, now, onSave
   <//>`;
 }
 
+/** Unsaved chain edits of this tab, kept across page changes (null: none). */
+let keptDrafts = { chat: null, image: null };
+
 export default function PriorityPage() {
   const [kind, setKind] = useState(() => (location.hash.includes('chain=image') ? 'image' : 'chat'));
   const chat = useApi('/auto');
   const image = useApi('/auto-image');
   const sources = useApi('/sources');
   const health = useApi('/health', [], { refreshMs: 5000 });
-  const [drafts, setDrafts] = useState({ chat: null, image: null });
+  // Drafts outlive the page: navigating away and back finds unsaved edits where they were.
+  const [drafts, setDraftsState] = useState(keptDrafts);
+  const setDrafts = (update) => setDraftsState((d) => {
+    keptDrafts = typeof update === 'function' ? update(d) : update;
+    return keptDrafts;
+  });
   const catalog = useMemo(() => modelCatalog(sources.data?.sources), [sources.data]);
   const index = useMemo(() => healthIndex(health.data), [health.data]);
   const now = health.data?.now_ms ?? Date.now();
   const chain = kind === 'chat' ? chat : image;
 
-  // Leaving the page with unsaved changes asks first.
+  // Closing the tab with unsaved changes asks first.
   const dirty = drafts.chat !== null || drafts.image !== null;
   useEffect(() => {
     if (!dirty) return undefined;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::scheduler::{Admission, SlotKey, probe_budget, score};
 use crate::server::Gateway;
-use crate::server::error::ApiError;
+use crate::server::error::{ApiError, ErrorType};
 use crate::state::LogQuery;
 
 /// `GET /admin/api/health`: every configured (source, model) with its cooldown state, score
@@ -28,6 +28,7 @@ pub async fn health(State(gw): State<Arc<Gateway>>) -> Result<Json<Value>, ApiEr
             let h = scheduler.health_of(&key).unwrap_or_default();
             let probe_after = scheduler.policy().cooldown.probe_after();
             let state = match (h.admission(now, source.max_concurrent, probe_after), h.probes_in_flight) {
+                _ if !source.enabled => "disabled",
                 (_, n) if n > 0 => "probing",
                 (Admission::Healthy, _) => "healthy",
                 (Admission::Probe, _) => "awaiting probe",
@@ -154,13 +155,16 @@ pub async fn series(State(gw): State<Arc<Gateway>>, RawQuery(query): RawQuery) -
     if since >= until {
         return Err(ApiError::invalid_request("since_ms must come before until_ms").param("since_ms"));
     }
+    if until > i64::MAX as u64 {
+        return Err(ApiError::invalid_request("until_ms is past any time the logs can hold").param("until_ms"));
+    }
     let buckets = query.buckets.unwrap_or(60).clamp(1, crate::state::MAX_BUCKETS);
     let state = gw.state.clone().ok_or_else(no_state)?;
     let rows = tokio::task::spawn_blocking(move || state.log_series(since, until, buckets))
         .await
         .map_err(|e| internal(e.to_string()))?
         .map_err(|e| internal(e.to_string()))?;
-    let bucket_ms = rows.get(1).map_or(until - since, |b| b.at_ms - since);
+    let bucket_ms = crate::state::Grid::new(since, until, buckets).width;
     Ok(Json(json!({"since_ms": since, "until_ms": until, "bucket_ms": bucket_ms, "buckets": rows})))
 }
 
@@ -169,5 +173,5 @@ fn no_state() -> ApiError {
 }
 
 pub fn internal(message: String) -> ApiError {
-    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "api_error", message)
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorType::Api, message)
 }

@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
 use super::Gateway;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorType};
 
 pub use health::internal;
 
@@ -85,7 +85,7 @@ async fn json_errors(request: Request, next: Next) -> Response {
     let text = axum::body::to_bytes(response.into_body(), 4096).await.unwrap_or_default();
     let message = String::from_utf8_lossy(&text).trim().to_string();
     let message = if message.is_empty() { status.canonical_reason().unwrap_or("error").to_string() } else { message };
-    let error = ApiError::new(status, "invalid_request_error", message);
+    let error = ApiError::new(status, ErrorType::InvalidRequest, message);
     match status {
         StatusCode::PAYLOAD_TOO_LARGE => error.code("request_too_large"),
         _ => error,
@@ -104,7 +104,7 @@ fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(token) = gw.base.admin_token.secret() else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
-            "invalid_request_error",
+            ErrorType::InvalidRequest,
             "the admin API is off: admin_token is empty in the config",
         ));
     };
@@ -117,7 +117,7 @@ fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
     if matches {
         Ok(())
     } else {
-        Err(ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", "admin token missing or wrong"))
+        Err(ApiError::new(StatusCode::UNAUTHORIZED, ErrorType::Authentication, "admin token missing or wrong"))
     }
 }
 
@@ -127,9 +127,9 @@ fn body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 }
 
 fn not_found(what: &str, name: &str) -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "not_found_error", format!("no {what} named `{name}`")).code("not_found")
+    ApiError::new(StatusCode::NOT_FOUND, ErrorType::NotFound, format!("no {what} named `{name}`")).code("not_found")
 }
 
 fn conflict(message: String) -> ApiError {
-    ApiError::new(StatusCode::CONFLICT, "invalid_request_error", message).code("conflict")
+    ApiError::new(StatusCode::CONFLICT, ErrorType::InvalidRequest, message).code("conflict")
 }

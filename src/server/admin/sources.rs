@@ -287,6 +287,15 @@ pub async fn test(
     .to_string();
     let target = Target { source, model, adapter: &adapter, operation: Operation::Chat };
     let started = Instant::now();
+    if let Some(rpm) = source.rpm
+        && gw.scheduler.take_rpm(&source.name, rpm).is_err()
+    {
+        return Ok(Json(json!({
+            "ok": false, "source": source.name, "model": model.name, "status": 429,
+            "latency_ms": 0, "first_byte_ms": null, "answer": null,
+            "error": {"message": format!("rpm limit reached ({rpm} requests per minute)"), "code": "rpm_limit"},
+        })));
+    }
     let Some(_permit) = runtime.provider.admit(source).await else {
         return Ok(Json(json!({
             "ok": false, "source": source.name, "model": model.name, "status": 503,

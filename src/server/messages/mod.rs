@@ -15,8 +15,9 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::dispatch::{Answer, Call, FrontDoor, dispatch, respond};
-use super::error::ApiError;
+use super::dispatch::{Answer, Call, dispatch};
+use super::envelope::{FrontDoor, respond};
+use super::error::{ApiError, ErrorType};
 use super::request::{Incoming, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
@@ -60,7 +61,7 @@ async fn handle(mut incoming: Incoming, request_id: String) -> Result<Response, 
             let unified: Value = serde_json::from_str(&body).map_err(|e| {
                 ApiError::new(
                     axum::http::StatusCode::BAD_GATEWAY,
-                    "api_error",
+                    ErrorType::Api,
                     format!("adapter returned invalid JSON: {e}"),
                 )
             })?;

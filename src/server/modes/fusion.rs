@@ -16,7 +16,7 @@ use crate::server::Gateway;
 use crate::server::auth::KeyEntry;
 use crate::server::books::LogContext;
 use crate::server::dispatch::{Answer, Call, Reply, dispatch, serve};
-use crate::server::error::ApiError;
+use crate::server::error::{ApiError, ErrorType};
 
 pub const FUSION_HEADER: &str = "x-switchyard-fusion";
 pub const FUSION_ID_HEADER: &str = "x-switchyard-fusion-id";
@@ -80,7 +80,7 @@ pub async fn fuse(
     if answered.len() < config.min_candidates {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "upstream_error",
+            ErrorType::Upstream,
             format!(
                 "fusion route `{}` needs {} answers and got {}: {}",
                 route.alias,
@@ -202,9 +202,13 @@ fn as_chunks(response: &Value) -> Vec<String> {
         let indexed: Vec<Value> = calls
             .iter()
             .enumerate()
+            // An adapter's output is not trusted to be well formed: a call that is not an
+            // object is left as it is (indexing into it would panic).
             .map(|(i, c)| {
                 let mut c = c.clone();
-                c["index"] = json!(i);
+                if let Some(call) = c.as_object_mut() {
+                    call.insert("index".into(), json!(i));
+                }
                 c
             })
             .collect();

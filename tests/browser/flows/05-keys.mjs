@@ -33,6 +33,10 @@ export default async function (ctx) {
   const secret = await dialog.getByLabel('New key').inputValue();
   assert.equal(secret, body.key, 'the dialog shows the key the gateway made');
   assert.ok(secret.length >= 20, secret);
+  // A stray Escape or backdrop click must not lose the secret: only Done closes it.
+  await page.keyboard.press('Escape');
+  await page.mouse.click(5, 5);
+  assert.equal(await dialog.getByLabel('New key').inputValue(), body.key, 'the one-time dialog stays open');
   await dialog.getByRole('button', { name: 'Done' }).click();
   await dialog.waitFor({ state: 'detached' });
 
