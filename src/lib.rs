@@ -2,6 +2,7 @@
 //! server → router → scheduler → provider (adapter session in the plugin host → upstream); state in SQLite.
 
 pub mod config;
+pub mod domain;
 pub mod logging;
 pub mod logsafe;
 pub mod plugin;

@@ -5,13 +5,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::config::{self, AdminToken, ConfigError, LoadedConfig, Secret};
-use crate::plugin::{BUILTIN_ADAPTERS, LoadReport, PluginHost};
-use crate::scheduler::{Clock, Policy, Scheduler, SystemClock};
+use crate::plugin::{BUILTIN_ADAPTERS, BUNDLED_SCRIPTS, LoadReport, PluginHost};
+use crate::scheduler::{Clock, Persist, Policy, Scheduler, SystemClock};
 use crate::server::Gateway;
 
-/// Reads and validates the config file, knowing the built-in adapter names.
+/// Reads and validates the config file, knowing the built-in adapters and bundled scripts.
 pub fn load_config(file: &Path) -> Result<LoadedConfig, ConfigError> {
-    let builtins: Vec<&str> = BUILTIN_ADAPTERS.iter().map(|(name, _)| *name).collect();
+    let builtins: Vec<&str> =
+        BUILTIN_ADAPTERS.iter().map(|(name, _)| *name).chain(BUNDLED_SCRIPTS.iter().map(|(name, _)| *name)).collect();
     config::load(file, &builtins)
 }
 
@@ -77,7 +78,7 @@ pub async fn build_with_clock(
             config.sandbox.pool_slots
         );
     }
-    let scheduler = Scheduler::new(Policy::of(config), clock, Some(store.clone()));
+    let scheduler = Scheduler::new(Policy::of(config), clock, Some(store.clone() as Arc<dyn Persist>));
     Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, Some(store))?), report))
 }
 

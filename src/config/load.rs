@@ -17,7 +17,7 @@ use super::{
     ChannelSelection, Config, KeyConfig, KeyName, ModelKind, RouteConfig, RouteMode, SandboxConfig, Secret,
     SourceConfig, SourceName,
 };
-use crate::scheduler::{AffinityPolicy, CooldownPolicy, Period, Quota, ScoringPolicy};
+use crate::domain::{AffinityPolicy, AUTO, CooldownPolicy, Period, Quota, SandboxLimits, ScoringPolicy};
 
 /// The longest timeout or window a setting may name (about 115 days): far past any real use,
 /// and far from where adding it to a clock's instant would overflow.
@@ -545,7 +545,7 @@ impl Collector<'_> {
     }
 
     fn check_sandbox(&mut self, s: &SandboxConfig, body_limit_bytes: usize) {
-        let needed_mb = crate::plugin::SandboxLimits::memory_to_translate(body_limit_bytes).div_ceil(1 << 20);
+        let needed_mb = SandboxLimits::memory_to_translate(body_limit_bytes).div_ceil(1 << 20);
         match s.memory_mb {
             Some(mb) if !(1..=4096).contains(&mb) => self.error(
                 "sandbox.memory_mb",
@@ -610,7 +610,7 @@ impl Collector<'_> {
         };
         for (i, r) in routes.iter().enumerate() {
             let at = |f: &str| format!("routes[{i}].{f}");
-            if r.alias.is_empty() || r.alias == crate::router::AUTO {
+            if r.alias.is_empty() || r.alias == AUTO {
                 self.error(&at("alias"), format!("`{}` cannot be a route alias", r.alias), "choose another name");
             } else if !seen.insert((r.group.clone(), r.alias.clone())) {
                 self.error(
@@ -893,11 +893,9 @@ impl Collector<'_> {
     }
 }
 
-/// Adapter names `dir` and the bundled Lua scripts add to the built-ins.
+/// Adapter names `dir` adds to those the caller knows (built-ins and bundled scripts).
 fn adapter_names(dir: &Path) -> Vec<String> {
-    let mut stems = adapter_stems(dir);
-    stems.extend(crate::plugin::BUNDLED_SCRIPTS.iter().map(|(name, _)| name.to_string()));
-    stems
+    adapter_stems(dir)
 }
 
 /// The file stems of `*.wasm` and `*.lua` in `dir` (a missing dir has none).

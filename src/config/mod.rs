@@ -5,7 +5,6 @@ mod env;
 mod error;
 mod load;
 mod locate;
-mod names;
 mod routes;
 mod runtime;
 
@@ -18,12 +17,11 @@ use serde::{Deserialize, Serialize};
 
 pub use error::{ConfigError, FieldError};
 pub use load::{LoadedConfig, load, load_runtime_str, load_str, with_runtime};
-pub use names::{AdapterName, GroupName, KeyName, Secret, SourceName, mask};
+pub use crate::domain::{AdapterName, ChannelSelection, GroupName, KeyName, Secret, SourceName, mask};
 pub use routes::{FusionConfig, FusionStrategy, RouteConfig, RouteMode, RouteProvider, VisionConfig, VisionFallback};
 pub use runtime::{AutoChains, ChainSlot, RuntimeFile, RuntimeKey, SlotConfig, SourceTemplate, merge};
 
-use crate::plugin::SandboxLimits;
-use crate::scheduler::{AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota, ScoringPolicy};
+use crate::domain::{AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota, SandboxLimits, ScoringPolicy};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -73,19 +71,6 @@ pub struct AdapterPolicy {
     /// Hosts its `http_get` / `http_post` (the host `fetch` import) may reach; none by default.
     #[serde(default)]
     pub allow_hosts: Vec<String>,
-}
-
-/// How candidates of one tier are ordered.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChannelSelection {
-    /// By score: latency and recent success, with exploration.
-    #[default]
-    Smart,
-    /// As configured.
-    Order,
-    /// By the `priority_orders` list for the model.
-    Priority,
 }
 
 /// `admin_token`: left out or `auto`, the gateway keeps one of its own in `data_dir`;
@@ -268,7 +253,7 @@ impl KeyConfig {
 pub struct SourceConfig {
     pub name: SourceName,
     pub base_url: String,
-    #[serde(default, serialize_with = "names::expose_secret")]
+    #[serde(default, serialize_with = "crate::domain::expose_secret")]
     pub api_key: Secret,
     #[serde(default = "default_adapter")]
     pub adapter: AdapterName,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{ChannelSelection, Config, GroupName, KeyConfig, KeyName, RouteConfig, Secret, SourceConfig, SourceName};
-use crate::scheduler::{PeriodName, Quota};
+use crate::domain::{PeriodName, Quota};
 
 /// One AUTO slot as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]

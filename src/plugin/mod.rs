@@ -26,7 +26,7 @@ pub use bindings::{
 };
 pub use cache::CacheOutcome;
 pub use catalog::{AdapterOrigin, BUILTIN_ADAPTERS};
-pub use engine::SandboxLimits;
+pub use crate::domain::SandboxLimits;
 pub use error::{GuestCall, SandboxCause, SandboxError};
 pub use lua::BUNDLED_SCRIPTS;
 pub use session::{AdapterSession, GuestResult};

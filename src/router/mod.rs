@@ -3,10 +3,17 @@
 //! then the AUTO chain (model `AUTO`, or `default_model` for names nobody serves).
 
 use crate::config::{Config, GroupName, ModelConfig, ModelKind, RouteConfig, RouteMode, SourceConfig};
-use crate::scheduler::{Period, Quota, SlotKey};
+use crate::domain::{Period, Quota, SlotKey};
 
 /// The model name that selects the AUTO chain.
-pub const AUTO: &str = "AUTO";
+pub use crate::domain::AUTO;
+
+// A slot is a resolved pair's identity: the scheduler's unit.
+impl SlotKey {
+    pub fn of(r: &Resolved<'_>) -> SlotKey {
+        SlotKey { source: r.source.name.clone(), model: r.model.name.clone() }
+    }
+}
 
 /// The source and model entry a request resolved to.
 #[derive(Debug, Clone, Copy)]
@@ -204,7 +211,7 @@ sources:
         );
         assert_eq!(auto_names(route(&c, "AUTO", ModelKind::Chat, &G)), ["b/mini@1", "a/gpt-4o@2", "b/gpt-4o@2"]);
         let Resolution::Auto { candidates, .. } = route(&c, "AUTO", ModelKind::Chat, &G) else { unreachable!() };
-        assert_eq!(candidates[0].quota, Some(Quota { tokens: 1000, period: crate::scheduler::Period::Hour }));
+        assert_eq!(candidates[0].quota, Some(Quota { tokens: 1000, period: crate::domain::Period::Hour }));
         assert_eq!(
             auto_names(route(&c, "AUTO", ModelKind::Image, &G)),
             ["a/dall-e-3@1", "b/imagen@1"],

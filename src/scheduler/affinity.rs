@@ -5,32 +5,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::SlotKey;
-use super::clock::UnixMs;
-
-/// Config `affinity:`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct AffinityPolicy {
-    pub enabled: bool,
-    pub ttl_minutes: u64,
-}
-
-impl Default for AffinityPolicy {
-    fn default() -> Self {
-        AffinityPolicy { enabled: true, ttl_minutes: 30 }
-    }
-}
-
-impl AffinityPolicy {
-    pub fn ttl(&self) -> Duration {
-        Duration::from_secs(self.ttl_minutes.saturating_mul(60))
-    }
-}
+use crate::domain::SlotKey;
+use crate::domain::UnixMs;
 
 /// sha256(key | client IP | message | message), 32 hex characters.
 pub fn fingerprint(key_name: &str, client_ip: &str, pair: [&Value; 2]) -> String {

@@ -3,9 +3,8 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
 
-use super::clock::UnixMs;
+use crate::domain::{CooldownPolicy, UnixMs};
 
 /// Why an attempt failed, as far as cooling is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,49 +18,6 @@ pub enum Failure {
     /// Quota or credit exhausted: rest until the quota window ends (capped); not a failure of
     /// the upstream, so the failure count stays.
     QuotaExhausted { window_ends_in: Option<Duration> },
-}
-
-/// The numbers behind cooling (config `cooldown:`). Defaults follow the design; Keyway's
-/// breaker is `failure_threshold: 3, ladder: [60s]`; Parrot's ladder is
-/// `ladder: [1m, 3m, 5m, 10m, 15m, 0]` (0 = until cleared by a probe or an operator).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CooldownPolicy {
-    /// First transient backoff; doubles per consecutive failure.
-    pub transient_base_ms: u64,
-    pub transient_cap_ms: u64,
-    /// When set, transient failures walk this ladder instead of doubling (0 = indefinite).
-    pub ladder_ms: Vec<u64>,
-    /// Consecutive transient failures before the first window opens.
-    pub failure_threshold: u32,
-    pub auth_ms: u64,
-    pub rate_limit_ms: u64,
-    pub quota_cap_ms: u64,
-    /// A cooling slot admits a probe this long after its window opened (or half the window,
-    /// if sooner), and each failed probe opens a new window: a recovered source is back in
-    /// use within about this long, whatever its backoff has grown to.
-    pub probe_after_ms: u64,
-}
-
-impl Default for CooldownPolicy {
-    fn default() -> Self {
-        CooldownPolicy {
-            transient_base_ms: 5_000,
-            transient_cap_ms: 300_000,
-            ladder_ms: Vec::new(),
-            failure_threshold: 1,
-            auth_ms: 600_000,
-            rate_limit_ms: 30_000,
-            quota_cap_ms: 1_800_000,
-            probe_after_ms: 15_000,
-        }
-    }
-}
-
-impl CooldownPolicy {
-    pub fn probe_after(&self) -> Duration {
-        Duration::from_millis(self.probe_after_ms)
-    }
 }
 
 /// Where a slot stands.

@@ -3,45 +3,28 @@
 //! lives in memory; changes go to SQLite off the request path, so a restart keeps them.
 
 mod affinity;
-mod clock;
 mod cooldown;
-mod quota;
+mod persist;
 mod rpm;
 mod score;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-pub use affinity::{AffinityPolicy, AffinityTable, Binding, fingerprint, query_pair};
-pub use clock::{Clock, ManualClock, SystemClock, UnixMs};
-pub use cooldown::{Admission, CooldownPolicy, Failure, SlotHealth, Window, probe_budget};
-pub use quota::{Period, PeriodName, Quota, Usage};
-pub use score::{ScoringPolicy, Stats, score};
+pub use affinity::{AffinityTable, Binding, fingerprint, query_pair};
+pub use cooldown::{Admission, Failure, SlotHealth, Window, probe_budget};
+pub use persist::{Loaded, Persist, StateChange};
+pub use score::{Stats, score};
+
+pub use crate::domain::{
+    AffinityPolicy, Clock, CooldownPolicy, ManualClock, Period, PeriodName, Quota, ScoringPolicy, SlotKey, SystemClock,
+    UnixMs, Usage,
+};
 
 use crate::config::{ChannelSelection, Config, KeyName, SourceName};
 use crate::plugin::ErrorKind;
 use crate::provider::AttemptError;
 use crate::router::{Planned, Resolved};
-use crate::state::{Loaded, StateStore};
-
-/// One (source, model) pair: the unit that cools down, is scored and is bound to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-pub struct SlotKey {
-    pub source: SourceName,
-    pub model: String,
-}
-
-impl SlotKey {
-    pub fn of(r: &Resolved<'_>) -> SlotKey {
-        SlotKey { source: r.source.name.clone(), model: r.model.name.clone() }
-    }
-}
-
-impl std::fmt::Display for SlotKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.source, self.model)
-    }
-}
 
 /// Token use of one slot in one kind of period window.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
@@ -186,17 +169,21 @@ pub struct Scheduler {
     clock: Arc<dyn Clock>,
     inner: Mutex<Inner>,
     rng: Mutex<fastrand::Rng>,
-    store: Option<Arc<StateStore>>,
+    store: Option<Arc<dyn Persist>>,
+    /// Taken before the state lock is given up and held while changes are handed to `store`:
+    /// the store gets them in the order they were made, without the state lock held.
+    persist_order: Mutex<()>,
 }
 
 impl Scheduler {
-    pub fn new(policy: Policy, clock: Arc<dyn Clock>, store: Option<Arc<StateStore>>) -> Scheduler {
-        let loaded = store.as_deref().map(StateStore::take_loaded).unwrap_or_default();
+    pub fn new(policy: Policy, clock: Arc<dyn Clock>, store: Option<Arc<dyn Persist>>) -> Scheduler {
+        let loaded = store.as_deref().map(Persist::take_loaded).unwrap_or_default();
         let Loaded { cooldowns, stats, bindings, usage, key_usage } = loaded;
         let affinity = AffinityTable::from_rows(bindings);
         let inner = Inner { health: cooldowns, stats, affinity, usage, key_usage, ..Inner::default() };
         let selection = std::sync::atomic::AtomicU8::new(policy.selection as u8);
-        Scheduler { policy, selection, clock, inner: Mutex::new(inner), rng: Mutex::new(fastrand::Rng::new()), store }
+        let rng = Mutex::new(fastrand::Rng::new());
+        Scheduler { policy, selection, clock, inner: Mutex::new(inner), rng, store, persist_order: Mutex::new(()) }
     }
 
     /// A scheduler whose exploration rolls come from `seed` (tests).
@@ -228,6 +215,16 @@ impl Scheduler {
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().expect("scheduler lock")
+    }
+
+    /// Releases the state lock, then hands `changes` to the store (in the order they were
+    /// made: see `persist_order`).
+    fn keep(&self, inner: MutexGuard<'_, Inner>, changes: Vec<StateChange>) {
+        let Some(store) = self.store.as_ref().filter(|_| !changes.is_empty()) else { return };
+        let order = self.persist_order.lock().unwrap_or_else(|p| p.into_inner());
+        drop(inner);
+        store.keep(changes);
+        drop(order);
     }
 
     /// Orders `planned` for a request for `model`: spent quotas and closed cooldowns are left
@@ -347,12 +344,11 @@ impl Scheduler {
         let healed = inner.health.remove(key).is_some();
         let stats = inner.stats.entry(key.clone()).or_default();
         stats.record_success(timing.connect_ms, timing.first_byte_ms, now, &self.policy.scoring);
-        if let Some(store) = &self.store {
-            if healed {
-                store.save_cooldown(key, None);
-            }
-            store.save_stats(key, Some(stats));
+        let mut changes = vec![StateChange::Stats(key.clone(), Some(stats.clone()))];
+        if healed {
+            changes.push(StateChange::Cooldown(key.clone(), None));
         }
+        self.keep(inner, changes);
     }
 
     /// A failed attempt: cools the slot by the failure's rule and lowers its score.
@@ -365,10 +361,8 @@ impl Scheduler {
         let health = health.clone();
         let stats = inner.stats.entry(key.clone()).or_default();
         stats.record_failure(None, now, &self.policy.scoring);
-        if let Some(store) = &self.store {
-            store.save_cooldown(key, Some(&health));
-            store.save_stats(key, Some(stats));
-        }
+        let changes = vec![StateChange::Cooldown(key.clone(), Some(health)), StateChange::Stats(key.clone(), Some(stats.clone()))];
+        self.keep(inner, changes);
     }
 
     /// Gives back a probe place whose attempt never reached the upstream's verdict.
@@ -383,30 +377,25 @@ impl Scheduler {
     pub fn completed(&self, key: &SlotKey, tokens: u64, periods: &[Period], fingerprint: Option<String>) {
         let now = self.clock.now();
         let mut inner = self.lock();
+        let mut changes = Vec::new();
         for period in periods {
             let quota_key = QuotaKey { slot: key.clone(), period: *period };
             let usage = inner.usage.entry(quota_key.clone()).or_default();
             usage.add(*period, now, tokens);
-            let usage = *usage;
-            if let Some(store) = &self.store {
-                store.save_usage(&quota_key, &usage);
-            }
+            changes.push(StateChange::Usage(quota_key, *usage));
         }
         if let Some(fp) = fingerprint.filter(|_| self.policy.affinity.enabled) {
             inner.affinity.bind(fp.clone(), key.clone(), now);
-            if let Some(store) = &self.store {
-                store.save_binding(&fp, key, now);
-            }
+            changes.push(StateChange::Bind(fp, key.clone(), now));
             inner.binds_since_prune += 1;
             if inner.binds_since_prune >= 1024 {
                 inner.binds_since_prune = 0;
                 let ttl = self.policy.affinity.ttl();
                 inner.affinity.prune(now, ttl);
-                if let Some(store) = &self.store {
-                    store.prune_bindings(UnixMs(now.0.saturating_sub(ttl.as_millis() as u64)));
-                }
+                changes.push(StateChange::PruneBindings(UnixMs(now.0.saturating_sub(ttl.as_millis() as u64))));
             }
         }
+        self.keep(inner, changes);
     }
 
     /// Tokens gateway key `key` has used in the current `period` window.
@@ -447,10 +436,8 @@ impl Scheduler {
         let mut inner = self.lock();
         let usage = inner.key_usage.entry((key.clone(), period)).or_default();
         usage.add(period, now, tokens);
-        let usage = *usage;
-        if let Some(store) = &self.store {
-            store.save_key_usage(key, period, &usage);
-        }
+        let change = StateChange::KeyUsage(key.clone(), period, *usage);
+        self.keep(inner, vec![change]);
     }
 
     /// When `period`'s current window ends.
@@ -492,19 +479,17 @@ impl Scheduler {
         let cleared: Vec<SlotKey> = inner.health.keys().filter(|k| matches(k, source, model)).cloned().collect();
         for key in &cleared {
             inner.health.remove(key);
-            if let Some(store) = &self.store {
-                store.save_cooldown(key, None);
-            }
         }
-        cleared.len()
+        let count = cleared.len();
+        self.keep(inner, cleared.into_iter().map(|key| StateChange::Cooldown(key, None)).collect());
+        count
     }
 
     /// Drops affinity bindings (all, or those to one source); returns how many.
     pub fn clear_affinity(&self, source: Option<&str>) -> usize {
-        let cleared = self.lock().affinity.clear(source);
-        if let Some(store) = &self.store {
-            store.clear_bindings(source);
-        }
+        let mut inner = self.lock();
+        let cleared = inner.affinity.clear(source);
+        self.keep(inner, vec![StateChange::ClearBindings(source.map(str::to_string))]);
         cleared
     }
 
@@ -514,11 +499,10 @@ impl Scheduler {
         let reset: Vec<SlotKey> = inner.stats.keys().filter(|k| matches(k, source, model)).cloned().collect();
         for key in &reset {
             inner.stats.remove(key);
-            if let Some(store) = &self.store {
-                store.save_stats(key, None);
-            }
         }
-        reset.len()
+        let count = reset.len();
+        self.keep(inner, reset.into_iter().map(|key| StateChange::Stats(key, None)).collect());
+        count
     }
 
     /// Waits until every change so far is on disk.

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::clock::UnixMs;
+use crate::domain::UnixMs;
 
 const MINUTE: Duration = Duration::from_secs(60);
 

@@ -1,39 +1,8 @@
 //! The smart ordering score (Parrot's): latency EMA × error penalty, decaying back to the
 //! default when stale, plus exploration that now and then tries an untried or stale slot.
 
-use serde::Deserialize;
 
-use super::clock::UnixMs;
-
-/// Config `scoring:`; the defaults are Parrot's.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ScoringPolicy {
-    pub ema_alpha: f64,
-    /// Attempts the recent success rate is taken over.
-    pub recent_window: u32,
-    /// Score of an untried (or fully stale) slot, in ms-like units.
-    pub default_score: f64,
-    pub error_penalty_factor: f64,
-    pub stale_minutes: f64,
-    pub stale_full_decay_minutes: f64,
-    /// Chance per request that the most worth-exploring candidate goes first.
-    pub exploration_rate: f64,
-}
-
-impl Default for ScoringPolicy {
-    fn default() -> Self {
-        ScoringPolicy {
-            ema_alpha: 0.25,
-            recent_window: 50,
-            default_score: 3000.0,
-            error_penalty_factor: 8.0,
-            stale_minutes: 15.0,
-            stale_full_decay_minutes: 30.0,
-            exploration_rate: 0.2,
-        }
-    }
-}
+use crate::domain::{ScoringPolicy, UnixMs};
 
 /// What the scorer knows of one (source, model).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]

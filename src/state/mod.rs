@@ -7,7 +7,6 @@ mod journal;
 mod logs;
 mod queue;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
 
@@ -17,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{KeyName, SourceName};
-use crate::scheduler::{Binding, Period, QuotaKey, SlotHealth, SlotKey, Stats, UnixMs, Usage, Window};
+use crate::scheduler::{Binding, Loaded, Persist, Period, QuotaKey, SlotHealth, SlotKey, StateChange, Stats, UnixMs, Usage, Window};
 
 const SCHEMA_VERSION: i64 = 6;
 
@@ -95,16 +94,6 @@ pub(crate) fn add_column(conn: &Connection, table: &str, column: &str, kind: &st
         conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
     }
     Ok(())
-}
-
-/// Everything the database held at start.
-#[derive(Debug, Default)]
-pub struct Loaded {
-    pub cooldowns: HashMap<SlotKey, SlotHealth>,
-    pub stats: HashMap<SlotKey, Stats>,
-    pub bindings: Vec<(String, Binding)>,
-    pub usage: HashMap<QuotaKey, Usage>,
-    pub key_usage: HashMap<(KeyName, Period), Usage>,
 }
 
 /// One change to the state, as journaled and as applied to the database.
@@ -187,42 +176,6 @@ impl StateStore {
         })
     }
 
-    /// What the database held at start (once; later calls get nothing).
-    pub fn take_loaded(&self) -> Loaded {
-        self.loaded.lock().expect("state lock").take().unwrap_or_default()
-    }
-
-    /// Queues the slot's health (`None`: healthy again, delete the row).
-    pub fn save_cooldown(&self, key: &SlotKey, health: Option<&SlotHealth>) {
-        self.send(Change::Cooldown(key.clone(), health.cloned()));
-    }
-
-    pub fn save_stats(&self, key: &SlotKey, stats: Option<&Stats>) {
-        self.send(Change::Stats(key.clone(), stats.cloned()));
-    }
-
-    pub fn save_binding(&self, fingerprint: &str, key: &SlotKey, at: UnixMs) {
-        self.send(Change::Bind(fingerprint.to_string(), key.clone(), at));
-    }
-
-    /// Deletes every binding (or those to one source).
-    pub fn clear_bindings(&self, source: Option<&str>) {
-        self.send(Change::ClearBindings(source.map(str::to_string)));
-    }
-
-    /// Deletes bindings last used before `before`.
-    pub fn prune_bindings(&self, before: UnixMs) {
-        self.send(Change::PruneBindings(before));
-    }
-
-    pub fn save_usage(&self, key: &QuotaKey, usage: &Usage) {
-        self.send(Change::Usage(key.clone(), *usage));
-    }
-
-    pub fn save_key_usage(&self, key: &KeyName, period: Period, usage: &Usage) {
-        self.send(Change::KeyUsage(key.clone(), period, *usage));
-    }
-
     /// Records a request-log row: journaled when this returns (a crash after it keeps the
     /// row), in the database within `BATCH_WINDOW`.
     pub fn log(&self, row: LogRow) {
@@ -271,6 +224,31 @@ impl StateStore {
         let (done, wait) = mpsc::channel();
         self.queue.push_urgent(Item::Flush(done));
         let _ = wait.recv();
+    }
+}
+
+/// The scheduler keeps its state here: each change journaled, then queued for the writer.
+impl Persist for StateStore {
+    fn take_loaded(&self) -> Loaded {
+        self.loaded.lock().expect("state lock").take().unwrap_or_default()
+    }
+
+    fn keep(&self, changes: Vec<StateChange>) {
+        for change in changes {
+            self.send(match change {
+                StateChange::Cooldown(key, health) => Change::Cooldown(key, health),
+                StateChange::Stats(key, stats) => Change::Stats(key, stats),
+                StateChange::Usage(key, usage) => Change::Usage(key, usage),
+                StateChange::KeyUsage(key, period, usage) => Change::KeyUsage(key, period, usage),
+                StateChange::Bind(fingerprint, key, at) => Change::Bind(fingerprint, key, at),
+                StateChange::ClearBindings(source) => Change::ClearBindings(source),
+                StateChange::PruneBindings(before) => Change::PruneBindings(before),
+            });
+        }
+    }
+
+    fn flush(&self) {
+        StateStore::flush(self);
     }
 }
 
@@ -601,19 +579,19 @@ mod tests {
         let usage = Usage { window_start: UnixMs(3_600_000), tokens: 1234 };
 
         let store = StateStore::start(&path).unwrap();
-        store.save_cooldown(&key, Some(&health));
-        store.save_cooldown(&other, Some(&health));
-        store.save_cooldown(&other, None);
-        store.save_stats(&key, Some(&stats));
-        store.save_stats(&other, Some(&stats));
-        store.save_stats(&other, None);
-        store.save_binding("fp-a", &key, UnixMs(100));
-        store.save_binding("fp-b", &other, UnixMs(100));
-        store.save_binding("fp-old", &key, UnixMs(1));
-        store.clear_bindings(Some("b"));
-        store.prune_bindings(UnixMs(50));
-        store.save_usage(&quota, &usage);
-        store.save_key_usage(&KeyName::new("alice"), Period::Month, &usage);
+        store.keep(vec![StateChange::Cooldown(key.clone(), Some(health.clone()))]);
+        store.keep(vec![StateChange::Cooldown(other.clone(), Some(health.clone()))]);
+        store.keep(vec![StateChange::Cooldown(other.clone(), None)]);
+        store.keep(vec![StateChange::Stats(key.clone(), Some(stats.clone()))]);
+        store.keep(vec![StateChange::Stats(other.clone(), Some(stats.clone()))]);
+        store.keep(vec![StateChange::Stats(other.clone(), None)]);
+        store.keep(vec![StateChange::Bind("fp-a".into(), key.clone(), UnixMs(100))]);
+        store.keep(vec![StateChange::Bind("fp-b".into(), other.clone(), UnixMs(100))]);
+        store.keep(vec![StateChange::Bind("fp-old".into(), key.clone(), UnixMs(1))]);
+        store.keep(vec![StateChange::ClearBindings(Some("b".into()))]);
+        store.keep(vec![StateChange::PruneBindings(UnixMs(50))]);
+        store.keep(vec![StateChange::Usage(quota.clone(), usage)]);
+        store.keep(vec![StateChange::KeyUsage(KeyName::new("alice"), Period::Month, usage)]);
         store.flush();
         drop(store);
 

@@ -16,6 +16,7 @@ mod gemini_upstream;
 mod hostile;
 mod images;
 mod kill_restart;
+mod layering;
 mod logs;
 mod lua;
 mod messages;

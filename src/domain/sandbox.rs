@@ -1,0 +1,41 @@
+//! What one adapter instance may use: memory, CPU and wall time per call, output size, and
+//! the instance slots the engine reserves; the engine (plugin) enforces them.
+
+use std::time::Duration;
+
+/// Limits every guest runs under (config: `sandbox:`).
+#[derive(Debug, Clone)]
+pub struct SandboxLimits {
+    /// Linear memory per instance.
+    pub memory_bytes: usize,
+    /// Wall-clock CPU bound for one guest call.
+    pub cpu_per_call: Duration,
+    /// Wall-clock bound for one guest call, time waiting in `fetch` included.
+    pub wall_per_call: Duration,
+    /// Largest body or chunk list a guest may hand back.
+    pub max_output_bytes: usize,
+    /// Instance slots the pooling allocator reserves address space for (not memory).
+    pub pool_slots: u32,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        SandboxLimits {
+            memory_bytes: 64 << 20,
+            cpu_per_call: Duration::from_millis(500),
+            wall_per_call: Duration::from_secs(60),
+            max_output_bytes: 32 << 20,
+            pool_slots: 1000,
+        }
+    }
+}
+
+impl SandboxLimits {
+    /// Memory an instance needs to translate a request body of `body_bytes`: the body as the
+    /// guest receives it, parsed, rebuilt and serialised (with growth slack), plus the guest's
+    /// own heap. The anthropic adapter needs about 7 times the body; tests/it/hostile.rs sends
+    /// the largest body the default config accepts through each built-in.
+    pub fn memory_to_translate(body_bytes: usize) -> usize {
+        body_bytes.saturating_mul(8).saturating_add(32 << 20)
+    }
+}

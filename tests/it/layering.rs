@@ -1,0 +1,145 @@
+//! The folder tree is the architecture: this reads every `crate::` path in `src/` (test
+//! modules left out) and checks that the top-level modules depend on each other one way.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Which top-level modules each may use. `domain` is the bottom floor; `config` feeds every
+/// floor from the side; `state` keeps what the scheduler hands it; requests run
+/// server → router / scheduler → provider → plugin.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("domain", &[]),
+    ("logsafe", &[]),
+    ("private_fs", &[]),
+    ("config", &["domain"]),
+    ("logging", &["config", "logsafe"]),
+    ("plugin", &["domain", "config", "logsafe", "private_fs"]),
+    ("provider", &["domain", "config", "plugin"]),
+    ("router", &["domain", "config"]),
+    ("scheduler", &["domain", "config", "router", "provider", "plugin"]),
+    ("state", &["domain", "config", "scheduler", "private_fs"]),
+    (
+        "server",
+        &["domain", "config", "router", "scheduler", "provider", "plugin", "state", "logging", "logsafe", "private_fs"],
+    ),
+    ("startup", &["domain", "config", "plugin", "scheduler", "server", "state", "private_fs"]),
+];
+
+/// Top-level module → the top-level modules its files name through `crate::`.
+fn imports() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let rel = path.strip_prefix(&src).unwrap().to_string_lossy().to_string();
+            if !rel.ends_with(".rs") || rel == "lib.rs" || rel == "main.rs" || rel.ends_with("/tests.rs") {
+                continue;
+            }
+            let top = rel.split('/').next().unwrap().trim_end_matches(".rs").to_string();
+            let text = std::fs::read_to_string(&path).unwrap();
+            // Unit tests may reach anywhere; the code above them may not.
+            let code = text.split("#[cfg(test)]\nmod ").next().unwrap();
+            let used = out.entry(top.clone()).or_default();
+            for name in crate_paths(code) {
+                if name != top {
+                    used.insert(name);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The first segment after each `crate::`, including inside `use crate::{a::X, b::Y}`.
+fn crate_paths(code: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        rest = &rest[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // Split at the commas of the outer braces only: `{a::X, b::{Y, Z}}` names a and b.
+            let (mut depth, mut part) = (0, String::new());
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        names.extend(first_segment(&part));
+                        part.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                part.push(c);
+            }
+            names.extend(first_segment(&part));
+        } else {
+            names.push(rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect());
+        }
+    }
+    names
+}
+
+fn first_segment(part: &str) -> Option<String> {
+    let first: String = part.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+    (!first.is_empty()).then_some(first)
+}
+
+#[test]
+fn modules_depend_on_each_other_one_way() {
+    let allowed: BTreeMap<&str, BTreeSet<&str>> =
+        ALLOWED.iter().map(|(m, deps)| (*m, deps.iter().copied().collect())).collect();
+    let mut wrong = Vec::new();
+    for (module, used) in imports() {
+        let Some(ok) = allowed.get(module.as_str()) else {
+            wrong.push(format!("`{module}` is a new top-level module: give it its place in ALLOWED"));
+            continue;
+        };
+        for name in used {
+            if !ok.contains(name.as_str()) {
+                wrong.push(format!("`{module}` uses `crate::{name}`"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "imports against the layering:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_allowed_imports_themselves_form_no_circle() {
+    let allowed: BTreeMap<&str, Vec<&str>> = ALLOWED.iter().map(|(m, deps)| (*m, deps.to_vec())).collect();
+    // Depth-first search for a back edge.
+    fn visit<'a>(
+        m: &'a str,
+        allowed: &BTreeMap<&'a str, Vec<&'a str>>,
+        path: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) {
+        if done.contains(m) {
+            return;
+        }
+        assert!(!path.contains(&m), "a circle: {} -> {m}", path.join(" -> "));
+        path.push(m);
+        for dep in allowed.get(m).into_iter().flatten() {
+            visit(dep, allowed, path, done);
+        }
+        path.pop();
+        done.insert(m);
+    }
+    let mut done = BTreeSet::new();
+    for m in allowed.keys() {
+        visit(m, &allowed, &mut Vec::new(), &mut done);
+    }
+}
+
+#[test]
+fn the_reader_finds_grouped_and_inline_paths() {
+    let code = "use crate::{config::X, domain::{A, B}};\nfn f() { crate::router::route(); }\nuse crate::state;";
+    assert_eq!(crate_paths(code), ["config", "domain", "router", "state"]);
+}
