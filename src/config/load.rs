@@ -169,7 +169,7 @@ fn parse_runtime(text: &str) -> (RuntimeFile, Vec<FieldError>) {
         "channel_selection",
     ];
     let env = |_: &str| None;
-    let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env: &env };
+    let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env: &env, positions: Default::default() };
     let top = match serde_yaml::from_str::<Value>(text) {
         Ok(Value::Null) => Mapping::new(),
         Ok(Value::Mapping(top)) => top,
@@ -210,7 +210,7 @@ fn parse_runtime(text: &str) -> (RuntimeFile, Vec<FieldError>) {
 /// checked as config.yaml's are (paths are the runtime file's).
 pub fn with_runtime(base: &Config, runtime: &RuntimeFile, adapters: &[&str]) -> Result<Config, Vec<FieldError>> {
     let env = |_: &str| None;
-    let mut c = Collector { index: LineIndex::default(), errors: Vec::new(), env: &env };
+    let mut c = Collector { index: LineIndex::default(), errors: Vec::new(), env: &env, positions: Default::default() };
     let mut config = merge(base, runtime);
     let mut known: Vec<String> = adapters.iter().map(|s| s.to_string()).collect();
     known.extend(adapter_names(&base.adapter_dir));
@@ -278,7 +278,7 @@ pub fn load_str(
     if let Some(error) = too_deep(text) {
         return Err(ConfigError::Invalid { file: file.to_path_buf(), errors: vec![error] });
     }
-    let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env };
+    let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env, positions: Default::default() };
     let config = c.parse(text, adapters);
     c.errors.sort_by_key(|e| e.line.unwrap_or(0));
     match config {
@@ -291,6 +291,9 @@ struct Collector<'a> {
     index: LineIndex,
     errors: Vec<FieldError>,
     env: &'a dyn Fn(&str) -> Option<String>,
+    /// For each list read, the position in the file of each entry that parsed (an entry that
+    /// did not is left out of the typed list, and later checks must still name the right one).
+    positions: std::collections::HashMap<String, Vec<usize>>,
 }
 
 impl Collector<'_> {
@@ -477,7 +480,18 @@ impl Collector<'_> {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Sequence(items)) => {
                 let items = items.clone();
-                items.into_iter().enumerate().filter_map(|(i, item)| self.typed(item, &format!("{key}[{i}]"))).collect()
+                let mut positions = Vec::new();
+                let typed = items
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(i, item)| {
+                        let value = self.typed(item, &format!("{key}[{i}]"))?;
+                        positions.push(i);
+                        Some(value)
+                    })
+                    .collect();
+                self.positions.insert(key.to_string(), positions);
+                typed
             }
             Some(_) => {
                 self.error(
@@ -501,6 +515,11 @@ impl Collector<'_> {
                     _ => format!("{path}.{inner}"),
                 };
                 let message = e.into_inner().to_string();
+                // A route's mode without its settings names the missing field first.
+                let (full, message) = match message.split_once(": ") {
+                    Some((field @ ("adapter_config" | "fusion_config"), rest)) => (format!("{full}.{field}"), rest.to_string()),
+                    _ => (full, message),
+                };
                 let fix = fix_for(&message);
                 self.error(&full, message, fix);
                 None
@@ -609,6 +628,7 @@ impl Collector<'_> {
                 || sources.iter().any(|s| s.model(alias).is_some())
         };
         for (i, r) in routes.iter().enumerate() {
+            let i = self.positions.get("routes").and_then(|p| p.get(i)).copied().unwrap_or(i);
             let at = |f: &str| format!("routes[{i}].{f}");
             if r.alias.is_empty() || r.alias == AUTO {
                 self.error(&at("alias"), format!("`{}` cannot be a route alias", r.alias), "choose another name");
@@ -631,23 +651,13 @@ impl Collector<'_> {
                     );
                 }
             }
-            match (r.mode, &r.adapter_config, &r.fusion_config) {
-                (RouteMode::Adapter, None, _) => self.error(
-                    &at("adapter_config"),
-                    "mode adapter needs adapter_config",
-                    "add adapter_config: {vision_alias: ROUTE, fallback: skip-image}",
-                ),
-                (RouteMode::Adapter, Some(v), _) if !known(&r.group, &v.vision_alias) => self.error(
+            match &r.mode {
+                RouteMode::Vision(v) if !known(&r.group, &v.vision_alias) => self.error(
                     &at("adapter_config.vision_alias"),
                     format!("no route or model named `{}`", v.vision_alias),
                     "name a route of the same group, or a model",
                 ),
-                (RouteMode::Fusion, _, None) => self.error(
-                    &at("fusion_config"),
-                    "mode fusion needs fusion_config",
-                    "add fusion_config: {judge_alias: ROUTE}",
-                ),
-                (RouteMode::Fusion, _, Some(f)) => {
+                RouteMode::Fusion(f) => {
                     if !known(&r.group, &f.judge_alias) {
                         self.error(
                             &at("fusion_config.judge_alias"),
@@ -917,6 +927,10 @@ fn fix_for(message: &str) -> String {
         format!("add {field} to this entry")
     } else if message.starts_with("unknown variant") {
         "use one of the values the message lists".into()
+    } else if message == "mode adapter needs adapter_config" {
+        "add adapter_config: {vision_alias: ROUTE, fallback: skip-image}".into()
+    } else if message == "mode fusion needs fusion_config" {
+        "add fusion_config: {judge_alias: ROUTE}".into()
     } else if message.starts_with("invalid type") || message.starts_with("invalid value") {
         "write a value of the type the message expects".into()
     } else {

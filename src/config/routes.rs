@@ -6,21 +6,63 @@ use sha2::{Digest, Sha256};
 
 use super::{GroupName, SourceName};
 
+/// A route: what clients send as `model`, what it does with the request, and its providers.
+/// Written as config.yaml writes it (`mode` plus `adapter_config` / `fusion_config`): see
+/// `RouteWire`; a mode without its settings never gets this far.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(try_from = "RouteWire", into = "RouteWire")]
+pub struct RouteConfig {
+    pub alias: String,
+    pub group: GroupName,
+    pub mode: RouteMode,
+    pub providers: Vec<RouteProvider>,
+}
+
+/// A route as config.yaml, the runtime file and the admin API write it.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RouteConfig {
+struct RouteWire {
     /// What clients send as `model`.
-    pub alias: String,
+    alias: String,
     #[serde(default)]
-    pub group: GroupName,
+    group: GroupName,
     #[serde(default)]
-    pub mode: RouteMode,
+    mode: ModeName,
     #[serde(default)]
-    pub providers: Vec<RouteProvider>,
+    providers: Vec<RouteProvider>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub adapter_config: Option<VisionConfig>,
+    adapter_config: Option<VisionConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fusion_config: Option<FusionConfig>,
+    fusion_config: Option<FusionConfig>,
+}
+
+impl TryFrom<RouteWire> for RouteConfig {
+    /// `FIELD: what is wrong`, the field under the route (the config loader reads it so).
+    type Error = String;
+
+    fn try_from(w: RouteWire) -> Result<RouteConfig, String> {
+        let mode = match (w.mode, w.adapter_config, w.fusion_config) {
+            (ModeName::Direct, ..) => RouteMode::Direct,
+            (ModeName::AutoSelect, ..) => RouteMode::AutoSelect,
+            (ModeName::Adapter, Some(vision), _) => RouteMode::Vision(vision),
+            (ModeName::Adapter, None, _) => return Err("adapter_config: mode adapter needs adapter_config".into()),
+            (ModeName::Fusion, _, Some(fusion)) => RouteMode::Fusion(fusion),
+            (ModeName::Fusion, _, None) => return Err("fusion_config: mode fusion needs fusion_config".into()),
+        };
+        Ok(RouteConfig { alias: w.alias, group: w.group, mode, providers: w.providers })
+    }
+}
+
+impl From<RouteConfig> for RouteWire {
+    fn from(r: RouteConfig) -> RouteWire {
+        let name = r.mode.name();
+        let (adapter_config, fusion_config) = match r.mode {
+            RouteMode::Vision(v) => (Some(v), None),
+            RouteMode::Fusion(f) => (None, Some(f)),
+            RouteMode::Direct | RouteMode::AutoSelect => (None, None),
+        };
+        RouteWire { alias: r.alias, group: r.group, mode: name, providers: r.providers, adapter_config, fusion_config }
+    }
 }
 
 impl RouteConfig {
@@ -42,29 +84,51 @@ impl RouteConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// What a route does with a request, with the settings that mode needs.
+#[derive(Debug, Clone)]
 pub enum RouteMode {
     /// The alias names its first enabled provider; no failover.
-    #[default]
     Direct,
     /// Providers by priority, failing over through the scheduler.
     AutoSelect,
-    /// Images are described by the vision route and replaced by text, then auto-select.
-    Adapter,
+    /// Images are described by the vision route and replaced by text, then auto-select
+    /// (written `mode: adapter`, Keyway's name, with `adapter_config`).
+    Vision(VisionConfig),
     /// Every provider answers; the judge route makes the final answer.
-    Fusion,
+    Fusion(FusionConfig),
 }
 
 impl RouteMode {
-    pub fn as_str(self) -> &'static str {
+    fn name(&self) -> ModeName {
         match self {
-            RouteMode::Direct => "direct",
-            RouteMode::AutoSelect => "auto-select",
-            RouteMode::Adapter => "adapter",
-            RouteMode::Fusion => "fusion",
+            RouteMode::Direct => ModeName::Direct,
+            RouteMode::AutoSelect => ModeName::AutoSelect,
+            RouteMode::Vision(_) => ModeName::Adapter,
+            RouteMode::Fusion(_) => ModeName::Fusion,
         }
     }
+
+    /// The mode as config.yaml writes it (and request logs show it).
+    pub fn as_str(&self) -> &'static str {
+        match self.name() {
+            ModeName::Direct => "direct",
+            ModeName::AutoSelect => "auto-select",
+            ModeName::Adapter => "adapter",
+            ModeName::Fusion => "fusion",
+        }
+    }
+}
+
+/// `mode:` as written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum ModeName {
+    #[default]
+    Direct,
+    AutoSelect,
+    #[serde(alias = "vision")]
+    Adapter,
+    Fusion,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

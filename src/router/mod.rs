@@ -123,7 +123,7 @@ pub fn route_candidates<'a>(config: &'a Config, route: &'a RouteConfig) -> Vec<P
             Some(Planned { resolved: Resolved { source, model }, tier: p.priority, quota: None })
         })
         .collect();
-    if route.mode == RouteMode::Direct {
+    if matches!(route.mode, RouteMode::Direct) {
         out.truncate(1);
     }
     out
@@ -279,14 +279,17 @@ routes:
     fn route_errors_name_the_field() {
         let bad = r#"
 routes:
-  - {alias: x, mode: fusion, providers: [{source: a, model: mini}]}
+  - {alias: x, mode: fusion, providers: [{source: a, model: gpt-4o}]}
   - {alias: y, mode: adapter, adapter_config: {vision_alias: nowhere}, providers: [{source: a, model: gpt-4o, enabled: false}]}
   - {alias: AUTO, providers: [{source: a, model: gpt-4o}]}
+  - {alias: z, providers: [{source: a, model: mini}]}
 "#;
         let e = crate::config::load_str(&format!("{bad}{SOURCES}"), Path::new("c.yaml"), &|_| None, &["openai"])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("routes[0].providers[0]: source `a` does not serve model `mini`"), "{e}");
+        // A route that does not parse (a mode without its settings) is named once, and the
+        // entries after it keep their own positions.
+        assert!(e.contains("routes[3].providers[0]: source `a` does not serve model `mini`"), "{e}");
         assert!(e.contains("routes[0].fusion_config: mode fusion needs fusion_config"), "{e}");
         assert!(e.contains("routes[1].providers: has no enabled provider"), "{e}");
         assert!(e.contains("routes[1].adapter_config.vision_alias: no route or model named `nowhere`"), "{e}");

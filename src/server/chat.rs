@@ -11,7 +11,8 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::value::RawValue;
 
-use super::dispatch::{Answer, Call, dispatch};
+use super::call::{Answer, Call};
+use super::dispatch::dispatch;
 use super::envelope::{FrontDoor, respond};
 use super::error::ApiError;
 use super::request::{ChatRequest, Incoming, parse_json};

@@ -2,13 +2,11 @@
 //! candidates, check scope and kind, apply the route's mode, let the scheduler order the
 //! candidates, and try them in turn until one serves.
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use futures::future::BoxFuture;
-use serde_json::Value;
 
 use super::admission;
 use super::auth::KeyEntry;
@@ -17,10 +15,13 @@ use super::error::{ApiError, ErrorType};
 use super::modes;
 use super::report::Report;
 use super::scope::plan_candidates;
-use super::{Gateway, Runtime};
-use crate::config::{KeyName, ModelKind, RouteConfig, RouteMode};
+use super::ticket::Ticket;
+use super::call::{Answer, Call, Reply};
+use super::conversation::Conversation;
+use super::Gateway;
+use crate::config::{ModelKind, RouteMode};
 use crate::plugin::Operation;
-use crate::provider::{AttemptError, ChunkStream, StreamEnd, Tally, Target};
+use crate::provider::{AttemptError, StreamEnd, Tally, Target};
 use crate::router::{self, Planned};
 use crate::scheduler::{self, Candidate, Failure, SlotKey, Timing, UnixMs, Verdict};
 
@@ -29,65 +30,6 @@ pub const SOURCE_HEADER: &str = "x-switchyard-source";
 
 /// Route calls deeper than this (a vision route whose vision route is...) are refused.
 const MAX_DEPTH: u8 = 3;
-
-/// What the upstream gave back, still in the unified form.
-pub enum Answer {
-    Complete(String),
-    Stream(ChunkStream),
-}
-
-/// An answer and the headers the gateway adds to it (fusion names its providers).
-pub struct Reply {
-    pub answer: Answer,
-    pub headers: HeaderMap,
-}
-
-/// One unified request, ready to route.
-#[derive(Clone, Copy)]
-pub struct Call<'a> {
-    /// The runtime this request started on (config, upstream clients, keys); kept to its end.
-    pub runtime: &'a Runtime,
-    pub request_id: &'a str,
-    pub model: &'a str,
-    /// Unified request JSON (OpenAI Chat Completions or Embeddings shape, by `kind`).
-    pub unified: &'a str,
-    pub stream: bool,
-    /// The kind of model the endpoint serves.
-    pub kind: ModelKind,
-    /// The client's address (part of the affinity fingerprint).
-    pub client_ip: IpAddr,
-    /// 0 for a client's request; +1 for each route call made on its behalf.
-    pub depth: u8,
-    /// Set on the calls of one fusion request: their log rows share it.
-    pub fusion_id: Option<&'a str>,
-}
-
-/// The conversation a chat request continues: looked up before, bound after.
-struct Conversation {
-    /// Fingerprint of the two messages before the current turn.
-    query: Option<String>,
-    /// The current turn, paired with the answer to bind the next turn.
-    last: Option<Value>,
-}
-
-impl Conversation {
-    /// Nothing to look up or bind when affinity is off, or for other endpoints: the request
-    /// is then not parsed again.
-    fn of(key: &KeyName, call: &Call<'_>, affinity: bool) -> Conversation {
-        if !affinity || call.kind != ModelKind::Chat {
-            return Conversation { query: None, last: None };
-        }
-        #[derive(serde::Deserialize)]
-        struct Messages {
-            #[serde(default)]
-            messages: Vec<Value>,
-        }
-        let messages = serde_json::from_str::<Messages>(call.unified).map(|m| m.messages).unwrap_or_default();
-        let ip = call.client_ip.to_string();
-        let query = scheduler::query_pair(&messages).map(|pair| scheduler::fingerprint(key.as_str(), &ip, pair));
-        Conversation { query, last: messages.last().cloned() }
-    }
-}
 
 /// Resolves, applies the route's mode, and serves. Boxed: modes call back into it.
 pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> BoxFuture<'a, Result<Reply, ApiError>> {
@@ -112,17 +54,14 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
             fusion_id: call.fusion_id.map(str::to_string),
             stream: call.stream,
         };
-        match route {
-            Some(r @ RouteConfig { mode: RouteMode::Adapter, .. }) => {
-                let vision = r.adapter_config.as_ref().expect("validated: adapter mode has adapter_config");
+        match route.map(|r| (r, &r.mode)) {
+            Some((_, RouteMode::Vision(vision))) => {
                 match modes::vision::describe_images(gw, key, &call, vision).await? {
                     Some(unified) => serve(gw, key, &Call { unified: &unified, ..call }, candidates, log).await,
                     None => serve(gw, key, &call, candidates, log).await,
                 }
             }
-            Some(r @ RouteConfig { mode: RouteMode::Fusion, .. }) => {
-                modes::fusion::fuse(gw, key, &call, r, candidates).await
-            }
+            Some((r, RouteMode::Fusion(fusion))) => modes::fusion::fuse(gw, key, &call, r, fusion, candidates).await,
             _ => serve(gw, key, &call, candidates, log).await,
         }
     })
@@ -164,24 +103,13 @@ pub async fn serve(
             report.note(&candidate, format!("adapter `{}` could not translate this request", adapter.name()));
             continue;
         }
-        if candidate.probe && !gw.scheduler.admit_probe(&slot, source.max_concurrent) {
-            report.note(&candidate, "cooling down (its probe places are taken)".into());
-            continue;
-        }
-        // Given back on every path that ends without the upstream's verdict, a client that
-        // hangs up mid-probe included; a verdict (success or a new window) settles it.
-        let mut probe_place = candidate.probe.then(|| ProbePlace { gw, slot: &slot });
-        if let Some(rpm) = source.rpm
-            && gw.scheduler.take_rpm(&source.name, rpm).is_err()
-        {
-            report.note(&candidate, format!("rpm limit reached ({rpm} requests per minute)"));
-            continue;
-        }
         let provider = &call.runtime.provider;
-        let Some(permit) = provider.admit(source).await else {
-            // Full for longer than its queue timeout: not a failure, just not available now.
-            report.note(&candidate, format!("busy (all {} of max_concurrent in use)", source.max_concurrent));
-            continue;
+        let mut ticket = match Ticket::admit(gw, provider, &candidate, &slot).await {
+            Ok(ticket) => ticket,
+            Err(not_now) => {
+                report.note(&candidate, not_now.to_string());
+                continue;
+            }
         };
         let target = Target { source, model: candidate.resolved.model, adapter: &adapter, operation };
         let name = &source.name;
@@ -192,7 +120,7 @@ pub async fn serve(
             match provider.stream(&target, call.unified).await {
                 Ok(chunks) => {
                     let head = started.elapsed();
-                    chunks.first_chunk().await.map(|c| (Answer::Stream(c.holding(permit)), head))
+                    chunks.first_chunk().await.map(|c| (Answer::Stream(c.holding(ticket.take_permit())), head))
                 }
                 Err(e) => Err(e),
             }
@@ -206,8 +134,7 @@ pub async fn serve(
                     connect_ms: head.as_secs_f64() * 1e3,
                     first_byte_ms: (elapsed - head).as_secs_f64() * 1e3,
                 };
-                gw.scheduler.record_success(&slot, timing);
-                probe_place.take().into_iter().for_each(ProbePlace::settle);
+                ticket.succeeded(timing);
                 let ms = elapsed.as_millis() as u64;
                 tracing::debug!(source = %name, ms, probe = candidate.probe, after_failures = report.failures, "head answered");
                 let books = Books::open(
@@ -258,8 +185,7 @@ pub async fn serve(
                         let failure = align_quota_failure(failure, &candidate, gw.scheduler.now());
                         let ms = elapsed.as_millis() as u64;
                         tracing::warn!(source = %name, ms, "attempt failed, trying the next candidate: {e}");
-                        gw.scheduler.record_failure(&slot, failure);
-                        probe_place.take().into_iter().for_each(ProbePlace::settle);
+                        ticket.failed(failure);
                         report.failed(&candidate, e);
                     }
                 }
@@ -267,25 +193,6 @@ pub async fn serve(
         }
     }
     Err(report.into_error(call.model, gw.scheduler.now()))
-}
-
-/// A cooling slot's probe place, taken for one attempt.
-struct ProbePlace<'a> {
-    gw: &'a Gateway,
-    slot: &'a SlotKey,
-}
-
-impl ProbePlace<'_> {
-    /// The upstream gave its verdict and the scheduler recorded it: nothing to give back.
-    fn settle(self) {
-        std::mem::forget(self);
-    }
-}
-
-impl Drop for ProbePlace<'_> {
-    fn drop(&mut self) {
-        self.gw.scheduler.release_probe(self.slot);
-    }
 }
 
 /// A quota error from an upstream rests the slot until its quota window ends (when it has one).

@@ -5,7 +5,8 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::dispatch::{Answer, Call, dispatch};
+use super::call::{Answer, Call};
+use super::dispatch::dispatch;
 use super::envelope::{FrontDoor, respond};
 use super::error::ApiError;
 use super::request::{Incoming, parse_json};

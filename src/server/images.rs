@@ -6,7 +6,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::dispatch::{Answer, Call, dispatch};
+use super::call::{Answer, Call};
+use super::dispatch::dispatch;
 use super::envelope::{FrontDoor, respond};
 use super::error::ApiError;
 use super::request::{Incoming, parse_json};

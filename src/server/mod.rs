@@ -4,7 +4,9 @@ mod admin;
 mod admission;
 mod auth;
 mod books;
+mod call;
 mod chat;
+mod conversation;
 mod dispatch;
 mod embeddings;
 mod envelope;
@@ -19,6 +21,7 @@ mod modes;
 mod report;
 mod request;
 mod scope;
+mod ticket;
 mod webui;
 
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 
 use super::auth::KeyEntry;
-use super::dispatch::Call;
+use super::call::Call;
 use super::error::{ApiError, ErrorType};
 use crate::config::{ModelKind, RouteConfig};
 use crate::router::{self, AUTO, Planned, Resolution};

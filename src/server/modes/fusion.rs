@@ -15,7 +15,8 @@ use crate::router::Planned;
 use crate::server::Gateway;
 use crate::server::auth::KeyEntry;
 use crate::server::books::LogContext;
-use crate::server::dispatch::{Answer, Call, Reply, dispatch, serve};
+use crate::server::call::{Answer, Call, Reply};
+use crate::server::dispatch::{dispatch, serve};
 use crate::server::error::{ApiError, ErrorType};
 
 pub const FUSION_HEADER: &str = "x-switchyard-fusion";
@@ -32,9 +33,9 @@ pub async fn fuse(
     key: &KeyEntry,
     call: &Call<'_>,
     route: &RouteConfig,
+    config: &FusionConfig,
     candidates: Vec<Planned<'_>>,
 ) -> Result<Reply, ApiError> {
-    let config = route.fusion_config.as_ref().expect("validated: fusion mode has fusion_config");
     let fusion_id = uuid::Uuid::new_v4().simple().to_string();
     let per_candidate = Duration::from_secs_f64(config.timeout_seconds);
     // Candidates answer whole, whatever the client asked: the judge needs every answer.

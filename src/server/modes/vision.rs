@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use crate::config::{ModelKind, VisionConfig, VisionFallback};
 use crate::server::Gateway;
 use crate::server::auth::KeyEntry;
-use crate::server::dispatch::{Answer, Call, dispatch};
+use crate::server::call::{Answer, Call};
+use crate::server::dispatch::dispatch;
 use crate::server::error::ApiError;
 
 /// Images described at once per request.
