@@ -12,10 +12,47 @@ use serde_json::Value;
 use super::Gateway;
 use super::admission::Reservation;
 use super::error::ApiError;
-use crate::config::KeyName;
+use crate::config::{KeyName, RouteMode};
 use crate::provider::{AttemptError, StreamEnd};
 use crate::scheduler::{self, Period, SlotKey};
 use crate::state::LogRow;
+
+/// How a request found its candidates: the log rows' `mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogMode {
+    /// A model name (or `source/model`).
+    Model,
+    /// The AUTO chain (model `AUTO`, or `default_model`).
+    Auto,
+    /// A route alias, by its mode.
+    Direct,
+    AutoSelect,
+    Vision,
+    Fusion,
+}
+
+impl LogMode {
+    pub fn of(mode: &RouteMode) -> LogMode {
+        match mode {
+            RouteMode::Direct => LogMode::Direct,
+            RouteMode::AutoSelect => LogMode::AutoSelect,
+            RouteMode::Vision(_) => LogMode::Vision,
+            RouteMode::Fusion(_) => LogMode::Fusion,
+        }
+    }
+
+    /// As the logs (and their filter) write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogMode::Model => "model",
+            LogMode::Auto => "auto",
+            LogMode::Direct => "direct",
+            LogMode::AutoSelect => "auto-select",
+            LogMode::Vision => "adapter",
+            LogMode::Fusion => "fusion",
+        }
+    }
+}
 
 /// Who and what a request's attempts are logged under.
 #[derive(Debug, Clone)]
@@ -25,7 +62,7 @@ pub struct LogContext {
     /// The key's quota period: its tokens are counted there.
     pub key_period: Option<Period>,
     pub route: Option<String>,
-    pub mode: &'static str,
+    pub mode: LogMode,
     pub fusion_id: Option<String>,
     pub stream: bool,
 }
@@ -38,7 +75,7 @@ impl LogContext {
             request_id: self.request_id.clone(),
             key: self.key.to_string(),
             route: self.route.clone(),
-            mode: self.mode.to_string(),
+            mode: self.mode.as_str().to_string(),
             source: slot.source.to_string(),
             model: slot.model.clone(),
             total_ms: started.elapsed().as_millis() as u64,

@@ -60,7 +60,7 @@ pub struct Gateway {
     pub plugins: PluginHost,
     pub scheduler: Scheduler,
     /// The state database (request logs, and the scheduler's state).
-    pub state: Option<Arc<StateStore>>,
+    pub state: Arc<StateStore>,
     /// Admin changes, one at a time.
     edits: tokio::sync::Mutex<()>,
 }
@@ -70,7 +70,7 @@ impl Gateway {
         loaded: LoadedConfig,
         plugins: PluginHost,
         scheduler: Scheduler,
-        state: Option<Arc<StateStore>>,
+        state: Arc<StateStore>,
     ) -> anyhow::Result<Gateway> {
         let LoadedConfig { base, runtime: file, effective: config } = loaded;
         plugins.size_pools(&config);
@@ -119,9 +119,7 @@ impl Gateway {
 
     /// Records a request-log row (journaled when this returns).
     pub fn log(&self, row: LogRow) {
-        if let Some(state) = &self.state {
-            state.log(row);
-        }
+        self.state.log(row);
     }
 }
 

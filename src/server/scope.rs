@@ -4,6 +4,7 @@
 use axum::http::StatusCode;
 
 use super::auth::KeyEntry;
+use super::books::LogMode;
 use super::call::Call;
 use super::error::{ApiError, ErrorType};
 use crate::config::{ModelKind, RouteConfig};
@@ -14,7 +15,7 @@ use crate::router::{self, AUTO, Planned, Resolution};
 pub fn plan_candidates<'a>(
     key: &KeyEntry,
     call: &Call<'a>,
-) -> Result<(Option<&'a RouteConfig>, Vec<Planned<'a>>, &'static str), ApiError> {
+) -> Result<(Option<&'a RouteConfig>, Vec<Planned<'a>>, LogMode), ApiError> {
     let model = call.model;
     match router::route(&call.runtime.config, model, call.kind, &key.group) {
         Resolution::Unknown => {
@@ -50,7 +51,7 @@ pub fn plan_candidates<'a>(
                 .code("model_not_found")
                 .param("model"));
             }
-            Ok((None, candidates, "auto"))
+            Ok((None, candidates, LogMode::Auto))
         }
         Resolution::Route { route, candidates } => {
             if !key.scope.allows(&[model]) {
@@ -60,7 +61,7 @@ pub fn plan_candidates<'a>(
             if of_kind.is_empty() {
                 return Err(wrong_kind(model, call.kind));
             }
-            Ok((Some(route), of_kind, route.mode.as_str()))
+            Ok((Some(route), of_kind, LogMode::of(&route.mode)))
         }
         Resolution::Named(resolved) => {
             let allowed: Vec<_> =
@@ -76,7 +77,7 @@ pub fn plan_candidates<'a>(
                 .filter(|r| r.model.kind == call.kind)
                 .map(|resolved| Planned { resolved, tier: 0, quota: None })
                 .collect();
-            Ok((None, planned, "model"))
+            Ok((None, planned, LogMode::Model))
         }
     }
 }

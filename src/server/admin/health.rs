@@ -109,7 +109,7 @@ pub async fn reset_stats(State(gw): State<Arc<Gateway>>, body: axum::body::Bytes
 pub async fn logs(State(gw): State<Arc<Gateway>>, RawQuery(query): RawQuery) -> Result<Json<Value>, ApiError> {
     let query: LogQuery = serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
         .map_err(|e| ApiError::invalid_request(format!("bad log query: {e}")))?;
-    let state = gw.state.clone().ok_or_else(no_state)?;
+    let state = gw.state.clone();
     let page = tokio::task::spawn_blocking(move || state.query_logs(&query))
         .await
         .map_err(|e| internal(e.to_string()))?
@@ -129,7 +129,7 @@ pub async fn stats(State(gw): State<Arc<Gateway>>, RawQuery(query): RawQuery) ->
     let query: StatsQuery = serde_urlencoded::from_str(query.as_deref().unwrap_or_default())
         .map_err(|e| ApiError::invalid_request(format!("bad stats query: {e}")))?;
     let since = query.since_ms.unwrap_or(gw.scheduler.now().0.saturating_sub(86_400_000));
-    let state = gw.state.clone().ok_or_else(no_state)?;
+    let state = gw.state.clone();
     let rows = tokio::task::spawn_blocking(move || state.log_stats(since))
         .await
         .map_err(|e| internal(e.to_string()))?
@@ -159,7 +159,7 @@ pub async fn series(State(gw): State<Arc<Gateway>>, RawQuery(query): RawQuery) -
         return Err(ApiError::invalid_request("until_ms is past any time the logs can hold").param("until_ms"));
     }
     let buckets = query.buckets.unwrap_or(60).clamp(1, crate::state::MAX_BUCKETS);
-    let state = gw.state.clone().ok_or_else(no_state)?;
+    let state = gw.state.clone();
     let rows = tokio::task::spawn_blocking(move || state.log_series(since, until, buckets))
         .await
         .map_err(|e| internal(e.to_string()))?
@@ -168,9 +168,6 @@ pub async fn series(State(gw): State<Arc<Gateway>>, RawQuery(query): RawQuery) -
     Ok(Json(json!({"since_ms": since, "until_ms": until, "bucket_ms": bucket_ms, "buckets": rows})))
 }
 
-fn no_state() -> ApiError {
-    internal("this gateway runs without a state database".into())
-}
 
 pub fn internal(message: String) -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorType::Api, message)

@@ -14,7 +14,7 @@ use crate::provider::ChunkStream;
 use crate::router::Planned;
 use crate::server::Gateway;
 use crate::server::auth::KeyEntry;
-use crate::server::books::LogContext;
+use crate::server::books::{LogContext, LogMode};
 use crate::server::call::{Answer, Call, Reply};
 use crate::server::dispatch::{dispatch, serve};
 use crate::server::error::{ApiError, ErrorType};
@@ -53,7 +53,7 @@ pub async fn fuse(
             key: key.name.clone(),
             key_period: key.quota.map(|q| q.period),
             route: Some(route.alias.clone()),
-            mode: "fusion",
+            mode: LogMode::Fusion,
             fusion_id: Some(fusion_id.clone()),
             stream: false,
         };
