@@ -17,7 +17,7 @@ use super::{
     ChannelSelection, Config, KeyConfig, KeyName, ModelKind, RouteConfig, RouteMode, SandboxConfig, Secret,
     SourceConfig, SourceName,
 };
-use crate::domain::{AffinityPolicy, AUTO, CooldownPolicy, Period, Quota, SandboxLimits, ScoringPolicy};
+use crate::domain::{AUTO, AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota, SandboxLimits, ScoringPolicy};
 
 /// The longest timeout or window a setting may name (about 115 days): far past any real use,
 /// and far from where adding it to a clock's instant would overflow.
@@ -231,17 +231,11 @@ pub fn with_runtime(base: &Config, runtime: &RuntimeFile, adapters: &[&str]) -> 
             );
         }
     }
-    let mut names: HashSet<&KeyName> = config.keys.iter().map(|k| &k.name).collect();
+    let mut names: HashSet<KeyName> = config.keys.iter().map(|k| k.name.clone()).collect();
     for (i, k) in runtime.keys.iter().enumerate() {
-        if !names.insert(&k.name) {
-            c.error(
-                &format!("keys[{i}].name"),
-                format!("key name `{}` is used twice", k.name),
-                "give every key its own name",
-            );
-        }
-        if k.token_quota.is_some() && Period::from_config(k.period, k.hours).is_none() {
-            c.error(&format!("keys[{i}].hours"), "period nhour needs hours", "add hours: N (e.g. hours: 5)");
+        c.unique_key_name(&format!("keys[{i}]"), &k.name, &mut names);
+        if k.token_quota.is_some() {
+            c.period(&format!("keys[{i}]"), k.period, k.hours);
         }
         if k.key_sha256.len() != 64 || !k.key_sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
             c.error(
@@ -297,6 +291,22 @@ struct Collector<'a> {
 }
 
 impl Collector<'_> {
+    /// A quota's period; `nhour` without `hours` is an error at `path`.hours.
+    fn period(&mut self, path: &str, name: PeriodName, hours: Option<u32>) -> Option<Period> {
+        let period = Period::from_config(name, hours);
+        if period.is_none() {
+            self.error(&format!("{path}.hours"), "period nhour needs hours", "add hours: N (e.g. hours: 5)");
+        }
+        period
+    }
+
+    /// A key's name, checked against those `seen` before it.
+    fn unique_key_name(&mut self, path: &str, name: &KeyName, seen: &mut HashSet<KeyName>) {
+        if !seen.insert(name.clone()) {
+            self.error(&format!("{path}.name"), format!("key name `{name}` is used twice"), "give every key its own name");
+        }
+    }
+
     fn error(&mut self, path: &str, message: impl Into<String>, fix: impl Into<String>) {
         self.errors.push(FieldError {
             path: path.to_string(),
@@ -729,13 +739,7 @@ impl Collector<'_> {
                 self.error(&at("model"), message, "use a model listed under a source's `models:`");
                 continue;
             }
-            let period = match Period::from_config(slot.period, slot.hours) {
-                Some(p) => p,
-                None => {
-                    self.error(&at("hours"), "period nhour needs hours", "add hours: N (e.g. hours: 5)");
-                    continue;
-                }
-            };
+            let Some(period) = self.period(&format!("{field}[{i}]"), slot.period, slot.hours) else { continue };
             if serving.iter().all(|s| s.model(&slot.model).is_some_and(|m| m.kind != kind)) {
                 tracing::warn!("{field}[{i}]: model `{}` is not a {kind:?} model; the slot is ignored", slot.model);
                 continue;
@@ -766,17 +770,13 @@ impl Collector<'_> {
         let mut names = HashSet::new();
         let mut values = HashSet::new();
         for (i, k) in keys.iter().enumerate() {
-            if k.token_quota.is_some() && Period::from_config(k.period, k.hours).is_none() {
-                self.error(&format!("keys[{i}].hours"), "period nhour needs hours", "add hours: N (e.g. hours: 5)");
+            if k.token_quota.is_some() {
+                self.period(&format!("keys[{i}]"), k.period, k.hours);
             }
             if k.name.as_str().is_empty() {
                 self.error(&format!("keys[{i}].name"), "is empty", "give the key a name, e.g. alice");
-            } else if !names.insert(k.name.clone()) {
-                self.error(
-                    &format!("keys[{i}].name"),
-                    format!("key name `{}` is used twice", k.name),
-                    "give every key its own name",
-                );
+            } else {
+                self.unique_key_name(&format!("keys[{i}]"), &k.name, &mut names);
             }
             if k.key.is_empty() {
                 self.error(&format!("keys[{i}].key"), "is empty", "set the key, e.g. key: ${ALICE_KEY}");

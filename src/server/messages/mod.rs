@@ -5,6 +5,8 @@
 mod encode;
 mod request;
 
+pub(crate) use request::image_url;
+
 pub use encode::error_response;
 
 use std::convert::Infallible;

@@ -125,14 +125,8 @@ fn as_openai_image(block: &Value) -> Value {
         return block.clone();
     }
     let source = &block["source"];
-    let url = match source["type"].as_str() {
-        Some("base64") => format!(
-            "data:{};base64,{}",
-            source["media_type"].as_str().unwrap_or("image/png"),
-            source["data"].as_str().unwrap_or_default()
-        ),
-        _ => source["url"].as_str().unwrap_or_default().to_string(),
-    };
+    let url = crate::server::messages::image_url(source)
+        .unwrap_or_else(|| source["url"].as_str().unwrap_or_default().to_string());
     json!({"type": "image_url", "image_url": {"url": url}})
 }
 
