@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -13,17 +14,13 @@ use serde_json::value::RawValue;
 
 use super::call::{Answer, Call};
 use super::dispatch::dispatch;
-use super::envelope::{FrontDoor, respond};
+use super::envelope::RequestId;
 use super::error::ApiError;
 use super::request::{ChatRequest, Incoming, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
-pub async fn chat_completions(incoming: Incoming) -> Response {
-    respond(FrontDoor::OPENAI, incoming, handle).await
-}
-
-async fn handle(mut incoming: Incoming, request_id: String) -> Result<Response, ApiError> {
+pub async fn chat_completions(Extension(RequestId(request_id)): Extension<RequestId>, mut incoming: Incoming) -> Result<Response, ApiError> {
     let started = std::time::Instant::now();
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);

@@ -1,13 +1,14 @@
 //! `POST /v1/embeddings`: OpenAI's embeddings endpoint for `kind: embedding` models, through
 //! the source's adapter (openai, gemini, ollama).
 
+use axum::Extension;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::call::{Answer, Call};
 use super::dispatch::dispatch;
-use super::envelope::{FrontDoor, respond};
+use super::envelope::RequestId;
 use super::error::ApiError;
 use super::request::{Incoming, parse_json};
 use crate::config::ModelKind;
@@ -30,11 +31,7 @@ enum Input {
     Many(Vec<String>),
 }
 
-pub async fn embeddings(incoming: Incoming) -> Response {
-    respond(FrontDoor::OPENAI, incoming, handle).await
-}
-
-async fn handle(mut incoming: Incoming, request_id: String) -> Result<Response, ApiError> {
+pub async fn embeddings(Extension(RequestId(request_id)): Extension<RequestId>, mut incoming: Incoming) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
     let request: EmbeddingsRequest = parse_json(&bytes)?;

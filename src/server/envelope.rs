@@ -3,12 +3,14 @@
 
 use std::time::Instant;
 
+use axum::extract::{Request, State};
 use axum::http::HeaderValue;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
 use tracing::Instrument;
 
 use super::error::ApiError;
-use super::request::Incoming;
 
 /// How a front door names its request-id header and renders errors in its protocol.
 pub struct FrontDoor {
@@ -19,30 +21,41 @@ pub struct FrontDoor {
 
 impl FrontDoor {
     /// The OpenAI endpoints: `x-request-id`, OpenAI error JSON.
-    pub const OPENAI: FrontDoor =
+    pub const OPENAI: &'static FrontDoor = &FrontDoor::OPENAI_DOOR;
+    const OPENAI_DOOR: FrontDoor =
         FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
 }
 
-/// Runs one request under a fresh id and span: logs a refusal, renders it in the front
-/// door's protocol, and stamps the id on the response.
-pub async fn respond<F>(door: FrontDoor, incoming: Incoming, handle: impl FnOnce(Incoming, String) -> F) -> Response
-where
-    F: Future<Output = Result<Response, ApiError>>,
-{
+/// The request's id, made by the envelope (handlers take it as `Extension<RequestId>`).
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+/// The envelope of one front door, as a layer on its routes.
+pub fn layer(
+    door: &'static FrontDoor,
+) -> axum::middleware::FromFnLayer<
+    fn(State<&'static FrontDoor>, Request, Next) -> BoxFuture<'static, Response>,
+    &'static FrontDoor,
+    (State<&'static FrontDoor>, Request),
+> {
+    axum::middleware::from_fn_with_state(door, |State(door), request, next| Box::pin(envelope(door, request, next)))
+}
+
+/// Runs one request under a fresh id and span: a refusal (an `ApiError` the handler answered
+/// with) is logged and rendered in the front door's protocol, and the id stamped on the answer.
+async fn envelope(door: &'static FrontDoor, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let handle = handle(incoming, id.clone());
+    request.extensions_mut().insert(RequestId(id.clone()));
     let span = tracing::info_span!("request", door = door.name, id = %id, key = tracing::field::Empty, model = tracing::field::Empty);
-    let mut response = match handle.instrument(span.clone()).await {
-        Ok(response) => response,
-        Err(e) => {
-            span.in_scope(|| {
-                let ms = started.elapsed().as_millis() as u64;
-                tracing::info!(target: crate::logging::ACCESS, status = e.status.as_u16(), ms, kind = e.kind.as_str(), "refused: {}", e.message)
-            });
-            (door.render_error)(e)
-        }
-    };
+    let mut response = next.run(request).instrument(span.clone()).await;
+    if let Some(e) = response.extensions_mut().remove::<ApiError>() {
+        span.in_scope(|| {
+            let ms = started.elapsed().as_millis() as u64;
+            tracing::info!(target: crate::logging::ACCESS, status = e.status.as_u16(), ms, kind = e.kind.as_str(), "refused: {}", e.message)
+        });
+        response = (door.render_error)(e);
+    }
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(door.id_header, value);
     }

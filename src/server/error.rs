@@ -85,8 +85,12 @@ impl ApiError {
 }
 
 impl IntoResponse for ApiError {
+    /// OpenAI's error JSON, with the error itself in the response's extensions: a front
+    /// door's envelope renders it in its own protocol instead.
     fn into_response(self) -> Response {
-        (self.status, axum::Json(self.body())).into_response()
+        let mut response = (self.status, axum::Json(self.body())).into_response();
+        response.extensions_mut().insert(self);
+        response
     }
 }
 

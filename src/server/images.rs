@@ -1,6 +1,7 @@
 //! `POST /v1/images/generations`: OpenAI's image endpoint for `kind: image` models and the
 //! `auto_image` chain, through the source's adapter (openai, gemini).
 
+use axum::Extension;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -8,7 +9,7 @@ use serde_json::Value;
 
 use super::call::{Answer, Call};
 use super::dispatch::dispatch;
-use super::envelope::{FrontDoor, respond};
+use super::envelope::RequestId;
 use super::error::ApiError;
 use super::request::{Incoming, parse_json};
 use crate::config::ModelKind;
@@ -28,11 +29,7 @@ struct ImagesRequest {
     stream: Option<bool>,
 }
 
-pub async fn images(incoming: Incoming) -> Response {
-    respond(FrontDoor::OPENAI, incoming, handle).await
-}
-
-async fn handle(mut incoming: Incoming, request_id: String) -> Result<Response, ApiError> {
+pub async fn images(Extension(RequestId(request_id)): Extension<RequestId>, mut incoming: Incoming) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
     let request: ImagesRequest = parse_json(&bytes)?;

@@ -34,6 +34,8 @@ pub use auth::{KeyTable, ModelScope};
 pub use error::{ApiError, ErrorType};
 pub use listener::serve;
 
+use envelope::FrontDoor;
+
 use arc_swap::ArcSwap;
 
 use crate::config::{Config, LoadedConfig, RuntimeFile};
@@ -148,10 +150,10 @@ fn write_runtime_file(path: &std::path::Path, file: &RuntimeFile) -> std::io::Re
 pub fn router(gateway: Arc<Gateway>) -> Router {
     let in_flight = Arc::new(tokio::sync::Semaphore::new(gateway.base.server.max_in_flight as usize));
     Router::new()
-        .route("/v1/chat/completions", post(chat::chat_completions))
-        .route("/v1/messages", post(messages::messages))
-        .route("/v1/embeddings", post(embeddings::embeddings))
-        .route("/v1/images/generations", post(images::images))
+        .route("/v1/chat/completions", post(chat::chat_completions).layer(envelope::layer(FrontDoor::OPENAI)))
+        .route("/v1/messages", post(messages::messages).layer(envelope::layer(messages::ANTHROPIC)))
+        .route("/v1/embeddings", post(embeddings::embeddings).layer(envelope::layer(FrontDoor::OPENAI)))
+        .route("/v1/images/generations", post(images::images).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/models", get(models::list_models))
         .route_layer(axum::middleware::from_fn_with_state(in_flight, inflight::limit))
         .route("/health", get(models::health))

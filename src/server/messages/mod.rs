@@ -11,6 +11,7 @@ pub use encode::error_response;
 
 use std::convert::Infallible;
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -19,21 +20,17 @@ use serde_json::Value;
 
 use super::call::{Answer, Call};
 use super::dispatch::dispatch;
-use super::envelope::{FrontDoor, respond};
+use super::envelope::{FrontDoor, RequestId};
 use super::error::{ApiError, ErrorType};
 use super::request::{Incoming, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
 /// The Anthropic endpoint: `request-id`, Anthropic error JSON.
-const ANTHROPIC: FrontDoor =
-    FrontDoor { name: "anthropic", id_header: "request-id", render_error: encode::error_response };
+pub const ANTHROPIC: &FrontDoor =
+    &FrontDoor { name: "anthropic", id_header: "request-id", render_error: encode::error_response };
 
-pub async fn messages(incoming: Incoming) -> Response {
-    respond(ANTHROPIC, incoming, handle).await
-}
-
-async fn handle(mut incoming: Incoming, request_id: String) -> Result<Response, ApiError> {
+pub async fn messages(Extension(RequestId(request_id)): Extension<RequestId>, mut incoming: Incoming) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
     let checked: request::MessagesRequest = parse_json(&bytes)?;
