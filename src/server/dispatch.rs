@@ -56,19 +56,38 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
         };
         match route.map(|r| (r, &r.mode)) {
             Some((_, RouteMode::Vision(vision))) => {
-                match modes::vision::describe_images(gw, key, &call, vision).await? {
+                match modes::vision::describe_images(&Gate(gw), key, &call, vision).await? {
                     Some(unified) => serve(gw, key, &Call { unified: &unified, ..call }, candidates, log).await,
                     None => serve(gw, key, &call, candidates, log).await,
                 }
             }
-            Some((r, RouteMode::Fusion(fusion))) => modes::fusion::fuse(gw, key, &call, r, fusion, candidates).await,
+            Some((r, RouteMode::Fusion(fusion))) => modes::fusion::fuse(&Gate(gw), key, &call, r, fusion, candidates).await,
             _ => serve(gw, key, &call, candidates, log).await,
         }
     })
 }
 
+/// The gateway as the modes see it.
+struct Gate<'g>(&'g Arc<Gateway>);
+
+impl modes::Dispatcher for Gate<'_> {
+    fn dispatch<'a>(&'a self, key: &'a KeyEntry, call: Call<'a>) -> BoxFuture<'a, Result<Reply, ApiError>> {
+        dispatch(self.0, key, call)
+    }
+
+    fn serve<'a>(
+        &'a self,
+        key: &'a KeyEntry,
+        call: &'a Call<'a>,
+        candidates: Vec<Planned<'a>>,
+        log: LogContext,
+    ) -> BoxFuture<'a, Result<Reply, ApiError>> {
+        Box::pin(serve(self.0, key, call, candidates, log))
+    }
+}
+
 /// Tries `candidates` in the scheduler's order until one serves; logs every attempt.
-pub async fn serve(
+async fn serve(
     gw: &Arc<Gateway>,
     key: &KeyEntry,
     call: &Call<'_>,

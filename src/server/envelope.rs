@@ -21,9 +21,8 @@ pub struct FrontDoor {
 
 impl FrontDoor {
     /// The OpenAI endpoints: `x-request-id`, OpenAI error JSON.
-    pub const OPENAI: &'static FrontDoor = &FrontDoor::OPENAI_DOOR;
-    const OPENAI_DOOR: FrontDoor =
-        FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
+    pub const OPENAI: &'static FrontDoor =
+        &FrontDoor { name: "openai", id_header: "x-request-id", render_error: IntoResponse::into_response };
 }
 
 /// The request's id, made by the envelope (handlers take it as `Extension<RequestId>`).

@@ -143,3 +143,14 @@ fn the_reader_finds_grouped_and_inline_paths() {
     let code = "use crate::{config::X, domain::{A, B}};\nfn f() { crate::router::route(); }\nuse crate::state;";
     assert_eq!(crate_paths(code), ["config", "domain", "router", "state"]);
 }
+
+#[test]
+fn the_modes_reach_the_gateway_only_through_their_dispatcher() {
+    let modes = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/server/modes");
+    for entry in std::fs::read_dir(modes).unwrap().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        for forbidden in ["dispatch::", "server::Gateway", "super::super::dispatch"] {
+            assert!(!text.contains(forbidden), "{} names `{forbidden}`", entry.path().display());
+        }
+    }
+}

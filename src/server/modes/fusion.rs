@@ -3,7 +3,6 @@
 //! strategy. The judge streams to streaming clients; `ranked` returns the best answer verbatim.
 //! Every call logs its row under one fusion id, named in the response headers.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -12,12 +11,12 @@ use serde_json::{Value, json};
 use crate::config::{FusionConfig, FusionStrategy, RouteConfig};
 use crate::provider::ChunkStream;
 use crate::router::Planned;
-use crate::server::Gateway;
 use crate::server::auth::KeyEntry;
 use crate::server::books::{LogContext, LogMode};
 use crate::server::call::{Answer, Call, Reply};
-use crate::server::dispatch::{dispatch, serve};
 use crate::server::error::{ApiError, ErrorType};
+
+use super::Dispatcher;
 
 pub const FUSION_HEADER: &str = "x-switchyard-fusion";
 pub const FUSION_ID_HEADER: &str = "x-switchyard-fusion-id";
@@ -29,7 +28,7 @@ struct Answered {
 }
 
 pub async fn fuse(
-    gw: &Arc<Gateway>,
+    gw: &dyn Dispatcher,
     key: &KeyEntry,
     call: &Call<'_>,
     route: &RouteConfig,
@@ -58,7 +57,7 @@ pub async fn fuse(
             stream: false,
         };
         async move {
-            let served = tokio::time::timeout(per_candidate, serve(gw, key, &whole, vec![planned], log)).await;
+            let served = tokio::time::timeout(per_candidate, gw.serve(key, &whole, vec![planned], log)).await;
             let outcome = match served {
                 Err(_) => Err(format!("no answer within {} s", config.timeout_seconds)),
                 Ok(Err(e)) => Err(e.message),
@@ -110,7 +109,7 @@ pub async fn fuse(
         fusion_id: Some(&fusion_id),
         ..*call
     };
-    let verdict = dispatch(gw, &key.internal(), judge).await.map_err(|e| ApiError {
+    let verdict = gw.dispatch(&key.internal(), judge).await.map_err(|e| ApiError {
         message: format!("fusion judge `{}` failed: {}", config.judge_alias, e.message),
         ..e
     })?;

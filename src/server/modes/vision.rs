@@ -2,16 +2,14 @@
 //! parallel and bounded, and replaced by `[Image: description]`, so a text-only model can
 //! answer. A request without images passes untouched.
 
-use std::sync::Arc;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::config::{ModelKind, VisionConfig, VisionFallback};
-use crate::server::Gateway;
 use crate::server::auth::KeyEntry;
 use crate::server::call::{Answer, Call};
-use crate::server::dispatch::dispatch;
+use super::Dispatcher;
 use crate::server::error::ApiError;
 
 /// Images described at once per request.
@@ -22,7 +20,7 @@ const UNAVAILABLE: &str = "[Image: description unavailable]";
 
 /// The request with every image replaced by its description; `None` when it has no images.
 pub async fn describe_images(
-    gw: &Arc<Gateway>,
+    gw: &dyn Dispatcher,
     key: &KeyEntry,
     call: &Call<'_>,
     vision: &VisionConfig,
@@ -84,7 +82,7 @@ pub async fn describe_images(
 
 /// One image's description from the vision route.
 async fn describe(
-    gw: &Arc<Gateway>,
+    gw: &dyn Dispatcher,
     key: &KeyEntry,
     call: &Call<'_>,
     vision: &VisionConfig,
@@ -102,7 +100,7 @@ async fn describe(
         fusion_id: None,
         ..*call
     };
-    let reply = dispatch(gw, key, describe).await?;
+    let reply = gw.dispatch(key, describe).await?;
     let Answer::Complete(answer) = reply.answer else { unreachable!("a non-streaming call answers whole") };
     let answer: Value = serde_json::from_str(&answer).unwrap_or_default();
     Ok(answer["choices"][0]["message"]["content"].as_str().unwrap_or_default().trim().to_string())
