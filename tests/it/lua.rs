@@ -114,41 +114,7 @@ async fn bundled_lua_built_ins_match_the_native_adapters_on_the_same_fixtures() 
     }
 }
 
-const LEGACY: &str = r#"
--- A legacy adapter as operators wrote them for the old gateway: signs each request.
-return {
-  name = "acme", version = "2.3",
-  endpoint = "/chat/completions",
-  headers = { ["x-acme-client"] = "switchyard" },
-  build_headers = function(meta)
-    local ts = tostring(meta.timestamp)
-    return {
-      ["x-acme-client"] = "switchyard",
-      ["x-acme-signature"] = hmac_sha256_hex(meta.api_key, ts .. "\n" .. meta.body),
-      ["x-acme-timestamp"] = ts,
-      ["x-acme-source"] = meta.source.name,
-    }
-  end,
-  transform_request = function(raw_json)
-    local req = json.decode(raw_json)
-    log("info", "acme request for " .. req.model)
-    return json.encode({ model = req.model, stream = req.stream, prompt = req.messages[#req.messages].content,
-                         messages = req.messages })
-  end,
-  transform_response = function(raw_json)
-    local r = json.decode(raw_json)
-    return json.encode({ content = string.upper(r.choices[1].message.content), finish_reason = "stop",
-                         token_usage = { prompt = r.usage.prompt_tokens, completion = r.usage.completion_tokens } })
-  end,
-  transform_stream_chunk = function(raw_line)
-    if raw_line == "[DONE]" then return json.encode({ done = true }) end
-    local c = json.decode(raw_line)
-    local delta = c.choices[1] and c.choices[1].delta or {}
-    if delta.content == nil or delta.content == "" then return "" end
-    return json.encode({ content = string.upper(delta.content) })
-  end,
-}
-"#;
+const LEGACY: &str = include_str!("../fixtures/lua/legacy.lua");
 
 async fn with_scripts(mock: &MockUpstream, scripts: &[(&str, &str)], extra: &str) -> TestGateway {
     let dir = tempfile::tempdir().unwrap();

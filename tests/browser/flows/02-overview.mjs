@@ -2,6 +2,7 @@
 // the range switch (mouse and arrow keys) asks for the new range and says so; the nav is
 // reachable with Tab.
 import assert from 'node:assert/strict';
+import { tabToNavLink } from '../lib.mjs';
 
 const SENT = 3;
 const HOUR = 3_600_000;
@@ -77,17 +78,4 @@ function series(page, span) {
     const q = new URL(r.url()).searchParams;
     return Number(q.get('until_ms')) - Number(q.get('since_ms')) === span;
   });
-}
-
-/** Presses Tab from the top of the page until the nav link `label` has the focus. */
-async function tabToNavLink(page, label) {
-  for (let i = 0; i < 25; i++) {
-    await page.keyboard.press('Tab');
-    const at = await page.evaluate(() => {
-      const a = document.activeElement;
-      return a && a.closest('nav') && a.tagName === 'A' ? a.textContent.trim() : null;
-    });
-    if (at && at.endsWith(label)) return;
-  }
-  throw new Error(`Tab never reached the ${label} link of the nav`);
 }

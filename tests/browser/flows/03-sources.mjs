@@ -3,6 +3,7 @@
 // second source is made from the template, and both are deleted; all through the page, checked
 // against the admin API.
 import assert from 'node:assert/strict';
+import { tabToNavLink } from '../lib.mjs';
 
 export default async function (ctx) {
   const alpha = await ctx.admin('GET', '/sources/alpha');
@@ -139,17 +140,4 @@ export default async function (ctx) {
 function sourceRow(page, name) {
   return page.getByRole('table', { name: 'Sources' }).getByRole('row')
     .filter({ has: page.locator('td:first-child').getByText(name, { exact: true }) });
-}
-
-/** Presses Tab from the top of the page until the nav link `label` has the focus. */
-async function tabToNavLink(page, label) {
-  for (let i = 0; i < 25; i++) {
-    await page.keyboard.press('Tab');
-    const at = await page.evaluate(() => {
-      const a = document.activeElement;
-      return a && a.closest('nav') && a.tagName === 'A' ? a.textContent.trim() : null;
-    });
-    if (at && at.endsWith(label)) return;
-  }
-  throw new Error(`Tab never reached the ${label} link of the nav`);
 }

@@ -3,6 +3,8 @@
 // (upper-cased); its source can be read in the page. A broken .wasm uploaded under the same name
 // is refused with the gateway's reason and changes nothing.
 import assert from 'node:assert/strict';
+import { tabToNavLink } from '../lib.mjs';
+import { readFileSync } from 'node:fs';
 
 const UPPER = 'HELLO FROM THE MOCK UPSTREAM.';
 
@@ -20,20 +22,22 @@ export default async function (ctx) {
   assert.equal(await adapterRow(page, 'upper').count(), 0, 'not installed yet');
 
   // Upload the Lua script; the name comes from the file name.
-  await page.getByLabel('Adapter file').setInputFiles(ctx.env.luaFixture);
+  // The shared legacy script (tests/fixtures/lua), picked as a file named upper.lua.
+  const script = { name: 'upper.lua', mimeType: 'text/plain', buffer: readFileSync(ctx.env.luaFixture) };
+  await page.getByLabel('Adapter file').setInputFiles(script);
   assert.equal(await page.getByLabel('Adapter name').inputValue(), 'upper');
   await page.getByRole('button', { name: /Drop zone/ }).getByText('upper.lua').waitFor();
   await page.getByRole('button', { name: 'Upload and install' }).click();
   const ok = page.locator('.okbox');
   await ok.getByText('Installed adapter upper').waitFor();
-  assert.equal(await kv(ok, 'Version'), '1.0');
+  assert.equal(await kv(ok, 'Version'), '2.3');
   assert.equal(await kv(ok, 'Kind'), 'Lua script');
   const row = adapterRow(page, 'upper');
   await row.waitFor();
-  assert.equal(await row.locator('td').nth(1).innerText(), '1.0', 'version in the table');
+  assert.equal(await row.locator('td').nth(1).innerText(), '2.3', 'version in the table');
   assert.equal(await row.locator('td').nth(4).innerText(), 'Lua');
   const installed = (await ctx.admin('GET', '/adapters')).adapters.find((a) => a.name === 'upper');
-  assert.ok(installed && installed.lua && installed.version === '1.0' && installed.origin === 'file', JSON.stringify(installed));
+  assert.ok(installed && installed.lua && installed.version === '2.3' && installed.origin === 'file', JSON.stringify(installed));
 
   // A new source `shout` through the Sources page form, with adapter upper.
   await page.getByRole('navigation').getByRole('link', { name: 'Sources' }).click();
@@ -87,7 +91,7 @@ export default async function (ctx) {
     page.getByRole('button', { name: 'Refresh' }).click(),
   ]);
   const after = adapterRow(page, 'upper');
-  assert.equal(await after.locator('td').nth(1).innerText(), '1.0', 'still version 1.0');
+  assert.equal(await after.locator('td').nth(1).innerText(), '2.3', 'still version 2.3');
   assert.equal(await after.locator('td').nth(4).innerText(), 'Lua', 'still the Lua script');
   const still = (await ctx.admin('GET', '/adapters')).adapters.find((a) => a.name === 'upper');
   assert.deepEqual({ ...still, pool: null }, { ...installed, pool: null, used_by: ['shout'] }, 'the adapter in place stays');
@@ -104,17 +108,4 @@ function adapterRow(page, name) {
 
 async function kv(scope, label) {
   return scope.locator('.kv-row').filter({ has: scope.page().getByText(label, { exact: true }) }).locator('dd').innerText();
-}
-
-/** Presses Tab from the top of the page until the nav link `label` has the focus. */
-async function tabToNavLink(page, label) {
-  for (let i = 0; i < 25; i++) {
-    await page.keyboard.press('Tab');
-    const at = await page.evaluate(() => {
-      const a = document.activeElement;
-      return a && a.closest('nav') && a.tagName === 'A' ? a.textContent.trim() : null;
-    });
-    if (at && at.endsWith(label)) return;
-  }
-  throw new Error(`Tab never reached the ${label} link of the nav`);
 }

@@ -1,6 +1,7 @@
 // Keys: a key made in the page shows its secret once; a client can use it at once; the table
 // shows it masked only; revoked in the page, the same key is refused (401).
 import assert from 'node:assert/strict';
+import { tabToNavLink } from '../lib.mjs';
 
 export default async function (ctx) {
   const page = await ctx.page();
@@ -70,17 +71,4 @@ export default async function (ctx) {
 function keyRow(page, name) {
   return page.getByRole('table', { name: 'Gateway keys' }).getByRole('row')
     .filter({ has: page.locator('td:first-child').getByText(name, { exact: true }) });
-}
-
-/** Presses Tab from the top of the page until the nav link `label` has the focus. */
-async function tabToNavLink(page, label) {
-  for (let i = 0; i < 25; i++) {
-    await page.keyboard.press('Tab');
-    const at = await page.evaluate(() => {
-      const a = document.activeElement;
-      return a && a.closest('nav') && a.tagName === 'A' ? a.textContent.trim() : null;
-    });
-    if (at && at.endsWith(label)) return;
-  }
-  throw new Error(`Tab never reached the ${label} link of the nav`);
 }

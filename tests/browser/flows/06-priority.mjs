@@ -2,6 +2,7 @@
 // buttons) so beta goes first, saved, and the next AUTO request goes to beta; reordered back by
 // drag and drop, saved, and AUTO goes to alpha again.
 import assert from 'node:assert/strict';
+import { tabToNavLink } from '../lib.mjs';
 
 const ALPHA = 'gpt-4o-mini @ alpha';
 const BETA = 'gpt-4o-mini @ beta';
@@ -82,17 +83,4 @@ const slotsOf = (chain) => chain.slots.map((s) => [s.source, s.tier]);
 
 function focusedLabel(page) {
   return page.evaluate(() => document.activeElement?.getAttribute('aria-label'));
-}
-
-/** Presses Tab from the top of the page until the nav link `label` has the focus. */
-async function tabToNavLink(page, label) {
-  for (let i = 0; i < 25; i++) {
-    await page.keyboard.press('Tab');
-    const at = await page.evaluate(() => {
-      const a = document.activeElement;
-      return a && a.closest('nav') && a.tagName === 'A' ? a.textContent.trim() : null;
-    });
-    if (at && at.endsWith(label)) return;
-  }
-  throw new Error(`Tab never reached the ${label} link of the nav`);
 }

@@ -2,6 +2,7 @@
 // tooltip on when it recovers. With the upstream back, the Operations page clears alpha's
 // cooldowns (after a confirmation) and the card is healthy again, its failures forgotten.
 import assert from 'node:assert/strict';
+import { tabToNavLink } from '../lib.mjs';
 
 const ALPHA = 'gpt-4o-mini @ alpha';
 const NOT_HEALTHY = ['cooling', 'awaiting probe', 'probing'];
@@ -91,17 +92,4 @@ async function coolAlpha(ctx) {
 async function alphaSlot(ctx) {
   const health = await ctx.admin('GET', '/health');
   return health.slots.find((s) => s.source === 'alpha' && s.model === 'gpt-4o-mini');
-}
-
-/** Presses Tab from the top of the page until the nav link `label` has the focus. */
-async function tabToNavLink(page, label) {
-  for (let i = 0; i < 25; i++) {
-    await page.keyboard.press('Tab');
-    const at = await page.evaluate(() => {
-      const a = document.activeElement;
-      return a && a.closest('nav') && a.tagName === 'A' ? a.textContent.trim() : null;
-    });
-    if (at && at.endsWith(label)) return;
-  }
-  throw new Error(`Tab never reached the ${label} link of the nav`);
 }

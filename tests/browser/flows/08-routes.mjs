@@ -2,6 +2,7 @@
 // off and a priority changed in the route's table, each felt by the next request; the route
 // deleted (clients get 404 again).
 import assert from 'node:assert/strict';
+import { tabToNavLink } from '../lib.mjs';
 
 const ALPHA = 'alpha/gpt-4o-mini in smart';
 const BETA = 'beta/gpt-4o-mini in smart';
@@ -100,17 +101,4 @@ export default async function (ctx) {
 
 function providerOf(routes, source) {
   return routes.routes.find((r) => r.alias === 'smart').providers.find((p) => p.source === source);
-}
-
-/** Presses Tab from the top of the page until the nav link `label` has the focus. */
-async function tabToNavLink(page, label) {
-  for (let i = 0; i < 25; i++) {
-    await page.keyboard.press('Tab');
-    const at = await page.evaluate(() => {
-      const a = document.activeElement;
-      return a && a.closest('nav') && a.tagName === 'A' ? a.textContent.trim() : null;
-    });
-    if (at && at.endsWith(label)) return;
-  }
-  throw new Error(`Tab never reached the ${label} link of the nav`);
 }

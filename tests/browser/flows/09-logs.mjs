@@ -2,6 +2,7 @@
 // a row opens its detail drawer by keyboard; "errors only" shows the failed requests, whose
 // upstream message carries HTML that is shown as text, never run.
 import assert from 'node:assert/strict';
+import { tabToNavLink } from '../lib.mjs';
 
 const HTML_MESSAGE = "upstream broke: <script>alert('log')</script><b>bold</b>";
 
@@ -99,17 +100,4 @@ async function waitForLogs(ctx, query, n) {
 
 async function kv(scope, label) {
   return scope.locator('.kv-row').filter({ has: scope.page().getByText(label, { exact: true }) }).locator('dd').innerText();
-}
-
-/** Presses Tab from the top of the page until the nav link `label` has the focus. */
-async function tabToNavLink(page, label) {
-  for (let i = 0; i < 25; i++) {
-    await page.keyboard.press('Tab');
-    const at = await page.evaluate(() => {
-      const a = document.activeElement;
-      return a && a.closest('nav') && a.tagName === 'A' ? a.textContent.trim() : null;
-    });
-    if (at && at.endsWith(label)) return;
-  }
-  throw new Error(`Tab never reached the ${label} link of the nav`);
 }

@@ -2,6 +2,7 @@
 // Ctrl+Enter, streamed, comes back as the upstream's answer, with the source that served it and
 // the timings.
 import assert from 'node:assert/strict';
+import { tabToNavLink } from '../lib.mjs';
 
 const ANSWER = 'Hello from the mock upstream.';
 
@@ -63,17 +64,4 @@ export default async function (ctx) {
 
   // The key stays in this tab only.
   assert.equal(await page.evaluate(() => Object.values(localStorage).some((v) => v.includes('sk-'))), false);
-}
-
-/** Presses Tab from the top of the page until the nav link `label` has the focus. */
-async function tabToNavLink(page, label) {
-  for (let i = 0; i < 25; i++) {
-    await page.keyboard.press('Tab');
-    const at = await page.evaluate(() => {
-      const a = document.activeElement;
-      return a && a.closest('nav') && a.tagName === 'A' ? a.textContent.trim() : null;
-    });
-    if (at && at.endsWith(label)) return;
-  }
-  throw new Error(`Tab never reached the ${label} link of the nav`);
 }
