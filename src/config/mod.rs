@@ -356,6 +356,17 @@ pub enum ModelKind {
     Embedding,
 }
 
+impl ModelKind {
+    /// The OpenTelemetry GenAI operation name of a request for this kind of model.
+    pub fn operation_name(self) -> &'static str {
+        match self {
+            ModelKind::Chat => "chat",
+            ModelKind::Embedding => "embeddings",
+            ModelKind::Image => "generate_content",
+        }
+    }
+}
+
 const DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS: f64 = 60.0;
 
 fn default_adapter() -> AdapterName {

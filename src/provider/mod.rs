@@ -89,6 +89,11 @@ impl Provider {
         Ok(Provider { links })
     }
 
+    /// Places taken now under the source's `max_concurrent` (0 for an unknown source).
+    pub fn in_use(&self, source: &SourceName) -> usize {
+        self.links.get(source).map_or(0, |l| (l.shape.0 as usize).saturating_sub(l.limit.available_permits()))
+    }
+
     fn link(&self, source: &SourceName) -> &Link {
         self.links.get(source).expect("a link exists for every configured source")
     }

@@ -58,6 +58,9 @@ impl LogMode {
 #[derive(Debug, Clone)]
 pub struct LogContext {
     pub request_id: String,
+    /// The model the client named, and what it asked for (the metrics' labels).
+    pub requested_model: String,
+    pub operation: &'static str,
     pub key: KeyName,
     /// The key's quota period: its tokens are counted there.
     pub key_period: Option<Period>,
@@ -89,7 +92,7 @@ impl LogContext {
     pub fn failed(&self, gw: &Gateway, slot: &SlotKey, started: Instant, error: &AttemptError) {
         let mut row = self.row(gw, slot, started);
         fill_error(&mut row, error);
-        gw.log(row);
+        gw.log(row, self);
     }
 }
 
@@ -197,6 +200,6 @@ impl Books {
         if let Some(period) = self.log.key_period {
             self.gw.scheduler.add_key_usage(&self.log.key, period, tally.tokens());
         }
-        self.gw.log(row);
+        self.gw.log(row, &self.log);
     }
 }

@@ -47,6 +47,8 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
         let (route, candidates, mode) = plan_candidates(key, &call)?;
         let log = LogContext {
             request_id: call.request_id.to_string(),
+            requested_model: call.model.to_string(),
+            operation: call.kind.operation_name(),
             key: key.name.clone(),
             key_period: key.quota.map(|q| q.period),
             route: route.map(|r| r.alias.clone()),

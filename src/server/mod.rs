@@ -16,6 +16,7 @@ mod images;
 mod inflight;
 mod listener;
 mod messages;
+mod metrics;
 mod models;
 mod modes;
 mod report;
@@ -63,6 +64,8 @@ pub struct Gateway {
     pub scheduler: Scheduler,
     /// The state database (request logs, and the scheduler's state).
     pub state: Arc<StateStore>,
+    /// Prometheus metrics (`GET /metrics`).
+    pub metrics: metrics::Metrics,
     /// Admin changes, one at a time.
     edits: tokio::sync::Mutex<()>,
 }
@@ -83,6 +86,7 @@ impl Gateway {
             plugins,
             scheduler,
             state,
+            metrics: metrics::Metrics::new(),
             edits: tokio::sync::Mutex::new(()),
         })
     }
@@ -119,8 +123,15 @@ impl Gateway {
         Ok(out)
     }
 
-    /// Records a request-log row (journaled when this returns).
-    pub fn log(&self, row: LogRow) {
+    /// Records an attempt: its metrics, and its request-log row (journaled when this returns).
+    pub fn log(&self, row: LogRow, context: &books::LogContext) {
+        let provider = self
+            .runtime()
+            .config
+            .source(&crate::config::SourceName::new(row.source.clone()))
+            .and_then(|s| self.plugins.adapter(&s.adapter))
+            .map_or_else(String::new, |a| a.metadata().protocol.clone());
+        self.metrics.observe(&row, context, provider);
         self.state.log(row);
     }
 }
@@ -155,7 +166,8 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/embeddings", post(embeddings::embeddings).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/images/generations", post(images::images).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/models", get(models::list_models))
-        .route_layer(axum::middleware::from_fn_with_state(in_flight, inflight::limit))
+        .route_layer(axum::middleware::from_fn_with_state(in_flight.clone(), inflight::limit))
+        .route("/metrics", get(metrics::scrape).with_state((gateway.clone(), in_flight)))
         .route("/health", get(models::health))
         .merge(admin::router(gateway.clone()))
         .merge(webui::router())

@@ -54,7 +54,7 @@ pub struct LogRow {
     pub request_id: String,
     pub key: String,
     pub route: Option<String>,
-    /// `direct`, `auto-select`, `adapter`, `fusion`, `fusion-judge`, `vision`, `auto` or `model`.
+    /// `model`, `auto`, or a route's mode: `direct`, `auto-select`, `adapter`, `fusion`.
     pub mode: String,
     pub source: String,
     pub model: String,

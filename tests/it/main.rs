@@ -18,6 +18,7 @@ mod images;
 mod kill_restart;
 mod layering;
 mod logs;
+mod metrics;
 mod lua;
 mod messages;
 mod modes;

@@ -100,7 +100,7 @@ async fn require_admin(State(gw): State<Arc<Gateway>>, request: Request, next: N
     }
 }
 
-fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
+pub(crate) fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(token) = gw.base.admin_token.secret() else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,

@@ -49,6 +49,8 @@ pub async fn fuse(
         let provider = planned.resolved.qualified();
         let log = LogContext {
             request_id: call.request_id.to_string(),
+            requested_model: call.model.to_string(),
+            operation: call.kind.operation_name(),
             key: key.name.clone(),
             key_period: key.quota.map(|q| q.period),
             route: Some(route.alias.clone()),

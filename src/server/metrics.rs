@@ -1,0 +1,336 @@
+//! `GET /metrics` in Prometheus text: the OpenTelemetry GenAI metrics (as Prometheus names
+//! them) observed from every attempt's log row, and Switchyard's own state read at scrape time.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::{Registry, Unit};
+
+use super::Gateway;
+use super::books::LogContext;
+use super::error::{ApiError, ErrorType};
+use crate::domain::SlotKey;
+use crate::scheduler::{Admission, probe_budget};
+use crate::state::LogRow;
+
+/// The labels of one attempt, all from configured names (no request ids or user text).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AttemptLabels {
+    gen_ai_operation_name: &'static str,
+    /// The model the client named (only names the gateway resolved reach here).
+    gen_ai_request_model: String,
+    /// The source's model that answered.
+    gen_ai_response_model: String,
+    /// The adapter's protocol.
+    gen_ai_provider_name: String,
+    source: String,
+    /// Empty when the attempt served.
+    error_type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    gen_ai_token_type: &'static str,
+    gen_ai_operation_name: &'static str,
+    gen_ai_request_model: String,
+    gen_ai_response_model: String,
+    gen_ai_provider_name: String,
+    source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SlotLabels {
+    source: String,
+    model: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabels {
+    source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KeyLabels {
+    key: String,
+    period: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AdapterLabels {
+    adapter: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn seconds_histogram() -> Histogram {
+    // 5 ms to ~5.5 min.
+    Histogram::new(exponential_buckets(0.005, 2.0, 17))
+}
+
+fn tokens_histogram() -> Histogram {
+    // 1 to ~4 M tokens.
+    Histogram::new(exponential_buckets(1.0, 4.0, 12))
+}
+
+/// Every metric, registered once; the per-attempt families are written from each log row.
+pub struct Metrics {
+    registry: Registry,
+    duration: Histograms<AttemptLabels>,
+    tokens: Histograms<TokenLabels>,
+    first_token: Histograms<AttemptLabels>,
+    per_output_token: Histograms<AttemptLabels>,
+    attempts: Family<AttemptLabels, Counter>,
+    /// Scrape-time state, rebuilt on each scrape (one at a time).
+    scrape: Mutex<()>,
+    slot_state: Family<SlotLabels, Gauge>,
+    cooldown_remaining: Family<SlotLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    slot_quota_used: Family<SlotLabels, Gauge>,
+    key_quota_used: Family<KeyLabels, Gauge>,
+    in_flight: Gauge,
+    source_in_flight: Family<SourceLabels, Gauge>,
+    pool_capacity: Family<AdapterLabels, Gauge>,
+    pool_idle: Family<AdapterLabels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let duration: Histograms<AttemptLabels> = Family::new_with_constructor(seconds_histogram);
+        registry.register_with_unit(
+            "gen_ai_server_request_duration",
+            "Time of each attempt at an upstream, to its last byte",
+            Unit::Seconds,
+            duration.clone(),
+        );
+        let tokens: Histograms<TokenLabels> = Family::new_with_constructor(tokens_histogram);
+        registry.register("gen_ai_client_token_usage", "Tokens per attempt, input and output", tokens.clone());
+        let first_token: Histograms<AttemptLabels> = Family::new_with_constructor(seconds_histogram);
+        registry.register_with_unit(
+            "gen_ai_server_time_to_first_token",
+            "Time from sending a streamed request to its first chunk",
+            Unit::Seconds,
+            first_token.clone(),
+        );
+        let per_output_token: Histograms<AttemptLabels> = Family::new_with_constructor(seconds_histogram);
+        registry.register_with_unit(
+            "gen_ai_server_time_per_output_token",
+            "Time per output token after the first, of streamed answers",
+            Unit::Seconds,
+            per_output_token.clone(),
+        );
+        let attempts = Family::<AttemptLabels, Counter>::default();
+        registry.register("switchyard_attempts", "Attempts at upstreams, by outcome (error_type)", attempts.clone());
+        let slot_state = Family::<SlotLabels, Gauge>::default();
+        registry.register(
+            "switchyard_slot_state",
+            "Each (source, model): 0 ok, 1 cooling, 2 awaiting probe, 3 probing, 4 disabled",
+            slot_state.clone(),
+        );
+        let cooldown_remaining = Family::<SlotLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register_with_unit(
+            "switchyard_cooldown_remaining",
+            "Time until a cooling slot recovers fully",
+            Unit::Seconds,
+            cooldown_remaining.clone(),
+        );
+        let slot_quota_used = Family::<SlotLabels, Gauge>::default();
+        registry.register(
+            "switchyard_slot_quota_used_tokens",
+            "Tokens an AUTO slot with a quota used in its window",
+            slot_quota_used.clone(),
+        );
+        let key_quota_used = Family::<KeyLabels, Gauge>::default();
+        registry.register(
+            "switchyard_key_quota_used_tokens",
+            "Tokens a gateway key with a quota used in its window",
+            key_quota_used.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register("switchyard_requests_in_flight", "Client requests being served", in_flight.clone());
+        let source_in_flight = Family::<SourceLabels, Gauge>::default();
+        registry.register(
+            "switchyard_source_in_flight",
+            "Places taken under each source's max_concurrent",
+            source_in_flight.clone(),
+        );
+        let pool_capacity = Family::<AdapterLabels, Gauge>::default();
+        registry.register("switchyard_pool_capacity", "Instances each adapter's pool may hold", pool_capacity.clone());
+        let pool_idle = Family::<AdapterLabels, Gauge>::default();
+        registry.register("switchyard_pool_idle", "Warm idle instances in each adapter's pool", pool_idle.clone());
+        let build = Family::<BuildLabels, Gauge>::default();
+        build.get_or_create(&BuildLabels { version: env!("CARGO_PKG_VERSION") }).set(1);
+        registry.register("switchyard_build_info", "The running version", build);
+        Metrics {
+            registry,
+            duration,
+            tokens,
+            first_token,
+            per_output_token,
+            attempts,
+            scrape: Mutex::new(()),
+            slot_state,
+            cooldown_remaining,
+            slot_quota_used,
+            key_quota_used,
+            in_flight,
+            source_in_flight,
+            pool_capacity,
+            pool_idle,
+        }
+    }
+
+    /// One attempt, as its log row records it.
+    pub fn observe(&self, row: &LogRow, log: &LogContext, provider: String) {
+        let served = row.status == Some(200);
+        let labels = AttemptLabels {
+            gen_ai_operation_name: log.operation,
+            gen_ai_request_model: log.requested_model.clone(),
+            gen_ai_response_model: row.model.clone(),
+            gen_ai_provider_name: provider,
+            source: row.source.clone(),
+            error_type: if served { String::new() } else { error_type(row.error.as_deref()) },
+        };
+        self.attempts.get_or_create(&labels).inc();
+        let total = row.total_ms as f64 / 1e3;
+        self.duration.get_or_create(&labels).observe(total);
+        if !served {
+            return;
+        }
+        for (kind, tokens) in [("input", row.tokens_in), ("output", row.tokens_out)] {
+            if let Some(tokens) = tokens {
+                let token_labels = TokenLabels {
+                    gen_ai_token_type: kind,
+                    gen_ai_operation_name: labels.gen_ai_operation_name,
+                    gen_ai_request_model: labels.gen_ai_request_model.clone(),
+                    gen_ai_response_model: labels.gen_ai_response_model.clone(),
+                    gen_ai_provider_name: labels.gen_ai_provider_name.clone(),
+                    source: labels.source.clone(),
+                };
+                self.tokens.get_or_create(&token_labels).observe(tokens as f64);
+            }
+        }
+        if row.stream
+            && let Some(first) = row.first_byte_ms
+        {
+            let first = first as f64 / 1e3;
+            self.first_token.get_or_create(&labels).observe(first);
+            if let Some(out) = row.tokens_out.filter(|n| *n > 1) {
+                self.per_output_token.get_or_create(&labels).observe((total - first).max(0.0) / (out - 1) as f64);
+            }
+        }
+    }
+
+    /// The gauges read from the gateway's state now, then everything as Prometheus text.
+    fn render(&self, gw: &Gateway, in_flight: i64) -> String {
+        let _one_scrape = self.scrape.lock().unwrap_or_else(|p| p.into_inner());
+        let runtime = gw.runtime();
+        let config = &runtime.config;
+        let scheduler = &gw.scheduler;
+        let now = scheduler.now();
+        let probe_after = scheduler.policy().cooldown.probe_after();
+        for family in [&self.slot_state, &self.slot_quota_used] {
+            family.clear();
+        }
+        self.cooldown_remaining.clear();
+        self.key_quota_used.clear();
+        self.source_in_flight.clear();
+        for source in &config.sources {
+            let held = runtime.provider.in_use(&source.name);
+            self.source_in_flight.get_or_create(&SourceLabels { source: source.name.to_string() }).set(held as i64);
+            for model in &source.models {
+                let key = SlotKey { source: source.name.clone(), model: model.name.clone() };
+                let labels = SlotLabels { source: key.source.to_string(), model: key.model.clone() };
+                let health = scheduler.health_of(&key).unwrap_or_default();
+                let state = match (health.admission(now, source.max_concurrent, probe_after), health.probes_in_flight) {
+                    _ if !source.enabled => 4,
+                    (_, n) if n > 0 && n <= probe_budget(source.max_concurrent) => 3,
+                    (Admission::Healthy, _) => 0,
+                    (Admission::Probe, _) => 2,
+                    (Admission::Closed, _) => 1,
+                };
+                self.slot_state.get_or_create(&labels).set(state);
+                if let Some(until) = health.window.and_then(|w| w.until).filter(|u| u.0 > now.0) {
+                    self.cooldown_remaining.get_or_create(&labels).set(until.since(now).as_secs_f64());
+                }
+                for period in crate::router::quota_periods(config, &key) {
+                    self.slot_quota_used.get_or_create(&labels).set(scheduler.quota_used(&key, period) as i64);
+                }
+            }
+        }
+        let keys = config.keys.iter().cloned().chain(config.runtime_keys.iter().map(|k| k.as_key_config()));
+        for key in keys {
+            if let Some(quota) = key.quota() {
+                let used = scheduler.key_used(&key.name, quota.period) as i64;
+                let labels = KeyLabels { key: key.name.to_string(), period: quota.period.to_string() };
+                self.key_quota_used.get_or_create(&labels).set(used);
+            }
+        }
+        self.in_flight.set(in_flight);
+        self.pool_capacity.clear();
+        self.pool_idle.clear();
+        for adapter in gw.plugins.adapters() {
+            let (capacity, idle) = adapter.pool_stats();
+            let labels = AdapterLabels { adapter: adapter.name().to_string() };
+            self.pool_capacity.get_or_create(&labels).set(capacity as i64);
+            self.pool_idle.get_or_create(&labels).set(idle as i64);
+        }
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String");
+        text
+    }
+}
+
+/// The error codes a label may carry: the gateway's own and the upstream codes clients act on.
+/// An upstream's other codes (any string it likes) are `other`, so they cannot grow the series.
+const ERROR_TYPES: &[&str] = &[
+    "bad_request", "upstream_auth", "upstream_permission", "upstream_not_found", "rate_limited",
+    "insufficient_quota", "overloaded", "upstream_server_error", "content_policy_violation",
+    "invalid_upstream_response", "stream_truncated", "unsupported", "upstream_unreachable",
+    "upstream_timeout", "client_closed", "context_length_exceeded", "content_filter", "adapter_error",
+    "upstream_error",
+];
+
+fn error_type(code: Option<&str>) -> String {
+    match code {
+        Some(code) if ERROR_TYPES.contains(&code) => code.to_string(),
+        _ => "other".to_string(),
+    }
+}
+
+/// `GET /metrics`: open to loopback clients, to others with the admin token.
+pub async fn scrape(
+    State((gw, in_flight)): State<(Arc<Gateway>, Arc<tokio::sync::Semaphore>)>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    if !peer.ip().is_loopback() && super::admin::authorize(&gw, &headers).is_err() {
+        return ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            ErrorType::Authentication,
+            "/metrics answers loopback clients, and others with the admin token",
+        )
+        .into_response();
+    }
+    let taken = (gw.base.server.max_in_flight as usize).saturating_sub(in_flight.available_permits()) as i64;
+    let text = gw.metrics.render(&gw, taken);
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
+}
