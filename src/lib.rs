@@ -13,3 +13,4 @@ pub mod scheduler;
 pub mod server;
 pub mod startup;
 pub mod state;
+pub mod telemetry;

@@ -4,34 +4,59 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
-use crate::config::LogFormat;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{Layer, Registry};
+
+use crate::config::{LogFormat, TelemetryConfig};
 
 /// The target of the one line each answered or refused request writes (`switchyard::access`).
 pub const ACCESS: &str = "switchyard::access";
 
-/// Installs the process's subscriber.
-pub fn init(format: LogFormat) {
+/// Installs the process's subscriber: the log on stderr (filtered by `SWITCHYARD_LOG`), and the
+/// trace exporter's layer when there is one (it sees the gateway's own spans only, debug
+/// level included: the attempt spans).
+pub fn init(format: LogFormat, traces: Option<Box<dyn Layer<Registry> + Send + Sync>>) {
+    let ours = tracing_subscriber::filter::Targets::new().with_target("switchyard", tracing::Level::DEBUG);
     let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG").unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match format {
+    let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let log: Box<dyn Layer<_> + Send + Sync> = match format {
         LogFormat::Text => {
-            builder.with_ansi(std::io::stderr().is_terminal()).fmt_fields(crate::logsafe::fields()).init()
+            Box::new(log.with_ansi(std::io::stderr().is_terminal()).fmt_fields(crate::logsafe::fields()))
         }
         // JSON escapes control characters itself.
-        LogFormat::Json => builder.json().with_current_span(true).with_span_list(false).init(),
-    }
+        LogFormat::Json => Box::new(log.json().with_current_span(true).with_span_list(false)),
+    };
+    tracing_subscriber::registry().with(traces.map(|t| t.with_filter(ours))).with(log.with_filter(filter)).init();
 }
 
-/// The config file's `log_format`, read before the log exists (the full load logs as it goes);
-/// text when the file or the field cannot be read (the full load then names the problem).
-pub fn format_of(config: &Path) -> LogFormat {
+/// What the log needs of the config before the config is loaded (loading logs as it goes):
+/// its format, and where traces go, `${VAR}` expanded (the full load checks both again).
+#[derive(Debug, Default)]
+pub struct Peek {
+    pub format: LogFormat,
+    pub telemetry: Option<TelemetryConfig>,
+}
+
+/// The config file's `log_format` and `telemetry`, read before the log exists; the defaults
+/// (text, no traces) when they cannot be read (the full load then names the problem).
+pub fn peek(config: &Path) -> Peek {
     #[derive(serde::Deserialize)]
-    struct Peek {
+    struct Fields {
         #[serde(default)]
         log_format: LogFormat,
+        #[serde(default)]
+        telemetry: Option<serde_yaml::Value>,
     }
-    std::fs::read_to_string(config)
-        .ok()
-        .and_then(|text| serde_yaml::from_str::<Peek>(&text).ok())
-        .map_or(LogFormat::Text, |peek| peek.log_format)
+    let Some(fields) = std::fs::read_to_string(config).ok().and_then(|t| serde_yaml::from_str::<Fields>(&t).ok())
+    else {
+        return Peek::default();
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let telemetry = fields
+        .telemetry
+        .and_then(|value| serde_yaml::to_string(&value).ok())
+        .and_then(|text| crate::config::expand_env(&text, &env).ok())
+        .and_then(|text| serde_yaml::from_str::<TelemetryConfig>(&text).ok());
+    Peek { format: fields.log_format, telemetry }
 }

@@ -28,7 +28,17 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    switchyard::logging::init(switchyard::logging::format_of(&cli.config));
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let peek = switchyard::logging::peek(&cli.config);
+    let exporter = match peek.telemetry.as_ref().map(|t| switchyard::telemetry::provider(t, runtime.handle().clone())) {
+        None => None,
+        Some(Ok(provider)) => Some(provider),
+        Some(Err(e)) => {
+            eprintln!("error: telemetry: cannot export traces: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    switchyard::logging::init(peek.format, exporter.as_ref().map(switchyard::telemetry::layer));
     let config = match startup::load_config(&cli.config) {
         Ok(config) => config,
         Err(e) => {
@@ -36,10 +46,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     match cli.command.unwrap_or(Command::Serve) {
         Command::Check => runtime.block_on(check(config)),
-        Command::Serve => runtime.block_on(serve(config)),
+        Command::Serve => {
+            if let Some(t) = &peek.telemetry {
+                tracing::info!(endpoint = %t.otlp_endpoint, "exporting traces over OTLP");
+            }
+            let code = runtime.block_on(serve(config));
+            // Spans still batched go out before the process ends.
+            if let Some(provider) = exporter {
+                let _ = runtime.block_on(tokio::task::spawn_blocking(move || provider.shutdown()));
+            }
+            code
+        }
     }
 }
 

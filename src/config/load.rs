@@ -98,6 +98,7 @@ const TOP_LEVEL: &[&str] = &[
     "affinity",
     "log_retention_days",
     "log_format",
+    "telemetry",
     "adapters",
     "keys",
     "sources",
@@ -396,6 +397,19 @@ impl Collector<'_> {
         let affinity: AffinityPolicy = self.field(&top, "affinity").unwrap_or_default();
         let log_retention_days: Option<u32> = self.field(&top, "log_retention_days").or(Some(30));
         let log_format: super::LogFormat = self.field(&top, "log_format").unwrap_or_default();
+        let telemetry: Option<super::TelemetryConfig> = self.field(&top, "telemetry");
+        if let Some(t) = &telemetry {
+            if !(t.otlp_endpoint.starts_with("http://") || t.otlp_endpoint.starts_with("https://")) {
+                self.error(
+                    "telemetry.otlp_endpoint",
+                    format!("`{}` is not an http(s) URL", t.otlp_endpoint),
+                    "write the collector's OTLP/HTTP address, e.g. http://127.0.0.1:4318",
+                );
+            }
+            if !(0.0..=1.0).contains(&t.sample_ratio) {
+                self.error("telemetry.sample_ratio", "must be between 0 and 1", "e.g. 1 (every trace) or 0.1");
+            }
+        }
         let adapter_policies: std::collections::BTreeMap<super::AdapterName, super::AdapterPolicy> =
             self.field(&top, "adapters").unwrap_or_default();
         let keys: Vec<KeyConfig> = self.list(&top, "keys");
@@ -442,6 +456,7 @@ impl Collector<'_> {
             affinity,
             log_retention_days,
             log_format,
+            telemetry,
             adapters: adapter_policies,
             keys,
             sources,

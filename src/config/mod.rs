@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use env::expand as expand_env;
 pub use error::{ConfigError, FieldError};
 pub use load::{LoadedConfig, load, load_runtime_str, load_str, with_runtime};
 pub use crate::domain::{AdapterName, ChannelSelection, GroupName, KeyName, Secret, SourceName, mask};
@@ -52,6 +53,8 @@ pub struct Config {
     pub log_retention_days: Option<u32>,
     /// How the process logs to stderr.
     pub log_format: LogFormat,
+    /// OTLP trace export; off when left out.
+    pub telemetry: Option<TelemetryConfig>,
     pub keys: Vec<KeyConfig>,
     pub sources: Vec<SourceConfig>,
     /// Aliases with a processing mode.
@@ -71,6 +74,27 @@ pub struct AdapterPolicy {
     /// Hosts its `http_get` / `http_post` (the host `fetch` import) may reach; none by default.
     #[serde(default)]
     pub allow_hosts: Vec<String>,
+}
+
+/// `telemetry:` — spans exported to an OpenTelemetry collector over OTLP/HTTP.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// The collector's OTLP/HTTP address, e.g. `http://127.0.0.1:4318` (`/v1/traces` is added).
+    pub otlp_endpoint: String,
+    #[serde(default = "default_service_name")]
+    pub service_name: String,
+    /// Share of traces kept (a client's sampled `traceparent` is followed as it says).
+    #[serde(default = "default_sample_ratio")]
+    pub sample_ratio: f64,
+}
+
+fn default_service_name() -> String {
+    "switchyard".into()
+}
+
+fn default_sample_ratio() -> f64 {
+    1.0
 }
 
 /// `admin_token`: left out or `auto`, the gateway keeps one of its own in `data_dir`;

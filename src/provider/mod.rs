@@ -179,6 +179,8 @@ impl Provider {
                 HeaderValue::from_str(&value).map_err(|_| bad(format!("the value of header `{name}` is not valid")))?;
             headers.append(name, value);
         }
+        // The attempt's trace continues upstream (W3C `traceparent`, when traces are exported).
+        crate::telemetry::propagate(&mut headers);
         let client = &self.link(&target.source.name).client;
         client.request(method, url).headers(headers).body(request.body).send().await.map_err(|e| transport(target, &e))
     }

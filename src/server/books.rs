@@ -118,6 +118,8 @@ pub struct Books {
     pub prompt_estimate: u64,
     /// The key's tokens set aside for this call, given back once the real ones are counted.
     _reservation: Reservation,
+    /// The attempt's span: its usage is recorded when the answer ends, and so does the span.
+    span: tracing::Span,
 }
 
 impl Books {
@@ -133,6 +135,7 @@ impl Books {
         affinity_hit: bool,
         prompt_estimate: u64,
         reservation: Reservation,
+        span: tracing::Span,
     ) -> Books {
         Books {
             gw,
@@ -145,6 +148,7 @@ impl Books {
             affinity_hit,
             prompt_estimate,
             _reservation: reservation,
+            span,
         }
     }
 
@@ -175,6 +179,16 @@ impl Books {
             }
         };
         tally.settle(self.prompt_estimate);
+        // As i64: OTLP attributes are signed (a u64 would be exported as text).
+        let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.span.record("gen_ai.usage.input_tokens", signed(tally.prompt_tokens));
+        self.span.record("gen_ai.usage.output_tokens", signed(tally.completion_tokens));
+        if let Some(cached) = tally.cached_tokens {
+            self.span.record("gen_ai.usage.cache_read.input_tokens", signed(cached));
+        }
+        if let Some(error) = &row.error {
+            self.span.record("error.type", error.as_str());
+        }
         row.tokens_in = Some(tally.prompt_tokens);
         row.tokens_out = Some(tally.completion_tokens);
         row.tokens_cached = tally.cached_tokens;

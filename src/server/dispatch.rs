@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use futures::future::BoxFuture;
+use tracing::Instrument;
 
 use super::admission;
 use super::auth::KeyEntry;
@@ -135,8 +136,24 @@ async fn serve(
         let target = Target { source, model: candidate.resolved.model, adapter: &adapter, operation };
         let name = &source.name;
         tracing::debug!(source = %name, upstream = target.model.upstream_name(), probe = candidate.probe, "attempt");
+        // One span per attempt (exported as an OTLP span when traces are on; debug in the log).
+        let span = tracing::debug_span!(
+            "attempt",
+            otel.name = %format_args!("{} {}", call.kind.operation_name(), call.model),
+            gen_ai.operation.name = call.kind.operation_name(),
+            gen_ai.request.model = call.model,
+            gen_ai.response.model = target.model.upstream_name(),
+            gen_ai.provider.name = %adapter.metadata().protocol,
+            switchyard.source = %name,
+            switchyard.probe = candidate.probe,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            switchyard.failover_reason = tracing::field::Empty,
+        );
         let started = Instant::now();
-        let outcome = if call.stream {
+        let outcome = async { if call.stream {
             // Fail over until the first chunk is in hand: before it, the client has seen nothing.
             match provider.stream(&target, call.unified).await {
                 Ok(chunks) => {
@@ -147,7 +164,9 @@ async fn serve(
             }
         } else {
             provider.complete(&target, call.unified).await.map(|(body, head)| (Answer::Complete(body), head))
-        };
+        } }
+        .instrument(span.clone())
+        .await;
         let elapsed = started.elapsed();
         match outcome {
             Ok((answer, head)) => {
@@ -169,6 +188,7 @@ async fn serve(
                     plan.affinity_hit && attempt == 0,
                     prompt_estimate,
                     reservation.take().expect("one answer per request"),
+                    span,
                 );
                 let mut headers = HeaderMap::new();
                 if let Ok(value) = HeaderValue::from_str(name.as_str()) {
@@ -189,6 +209,8 @@ async fn serve(
                 report.note(&candidate, e.to_string());
             }
             Err(e) => {
+                span.record("error.type", ApiError::from(&e).code.as_deref().unwrap_or("error"));
+                span.record("switchyard.failover_reason", tracing::field::display(&e));
                 log.failed(gw, &slot, started, &e);
                 match scheduler::verdict(&e) {
                     // The request itself is wrong: no other source would take it either.

@@ -47,6 +47,7 @@ async fn envelope(door: &'static FrontDoor, mut request: Request, next: Next) ->
     let id = uuid::Uuid::new_v4().simple().to_string();
     request.extensions_mut().insert(RequestId(id.clone()));
     let span = tracing::info_span!("request", door = door.name, id = %id, key = tracing::field::Empty, model = tracing::field::Empty);
+    crate::telemetry::continue_from(&span, request.headers());
     let mut response = next.run(request).instrument(span.clone()).await;
     if let Some(e) = response.extensions_mut().remove::<ApiError>() {
         span.in_scope(|| {

@@ -14,13 +14,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("config", &["domain"]),
     ("logging", &["config", "logsafe"]),
     ("plugin", &["domain", "config", "logsafe", "private_fs"]),
-    ("provider", &["domain", "config", "plugin"]),
+    ("telemetry", &["config"]),
+    ("provider", &["domain", "config", "plugin", "telemetry"]),
     ("router", &["domain", "config"]),
     ("scheduler", &["domain", "config", "router", "provider", "plugin"]),
     ("state", &["domain", "config", "scheduler", "private_fs"]),
     (
         "server",
-        &["domain", "config", "router", "scheduler", "provider", "plugin", "state", "logging", "logsafe", "private_fs"],
+        &[
+            "domain", "config", "router", "scheduler", "provider", "plugin", "state", "logging", "logsafe", "private_fs",
+            "telemetry",
+        ],
     ),
     ("startup", &["domain", "config", "plugin", "scheduler", "server", "state", "private_fs"]),
 ];

@@ -28,4 +28,5 @@ mod plugin_host;
 mod routing;
 mod sandbox;
 mod streaming;
+mod telemetry;
 mod webui;
