@@ -99,6 +99,7 @@ const TOP_LEVEL: &[&str] = &[
     "log_retention_days",
     "log_format",
     "telemetry",
+    "metrics",
     "adapters",
     "keys",
     "sources",
@@ -398,6 +399,7 @@ impl Collector<'_> {
         let log_retention_days: Option<u32> = self.field(&top, "log_retention_days").or(Some(30));
         let log_format: super::LogFormat = self.field(&top, "log_format").unwrap_or_default();
         let telemetry: Option<super::TelemetryConfig> = self.field(&top, "telemetry");
+        let metrics: super::MetricsConfig = self.field(&top, "metrics").unwrap_or_default();
         if let Some(t) = &telemetry {
             if !(t.otlp_endpoint.starts_with("http://") || t.otlp_endpoint.starts_with("https://")) {
                 self.error(
@@ -457,6 +459,7 @@ impl Collector<'_> {
             log_retention_days,
             log_format,
             telemetry,
+            metrics,
             adapters: adapter_policies,
             keys,
             sources,

@@ -55,6 +55,8 @@ pub struct Config {
     pub log_format: LogFormat,
     /// OTLP trace export; off when left out.
     pub telemetry: Option<TelemetryConfig>,
+    /// `GET /metrics`.
+    pub metrics: MetricsConfig,
     pub keys: Vec<KeyConfig>,
     pub sources: Vec<SourceConfig>,
     /// Aliases with a processing mode.
@@ -74,6 +76,22 @@ pub struct AdapterPolicy {
     /// Hosts its `http_get` / `http_post` (the host `fetch` import) may reach; none by default.
     #[serde(default)]
     pub allow_hosts: Vec<String>,
+}
+
+/// `metrics:` — the Prometheus endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Off: nothing is observed and `/metrics` is 404.
+    pub enabled: bool,
+    /// Serve `/metrics` on this address instead of the main listener.
+    pub listen: Option<SocketAddr>,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig { enabled: true, listen: None }
+    }
 }
 
 /// `telemetry:` — spans exported to an OpenTelemetry collector over OTLP/HTTP.

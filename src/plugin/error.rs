@@ -18,6 +18,21 @@ pub enum GuestCall {
     FinishStream,
 }
 
+impl GuestCall {
+    /// As metrics label it.
+    pub fn name(self) -> &'static str {
+        match self {
+            GuestCall::Instantiate => "instantiate",
+            GuestCall::Describe => "describe",
+            GuestCall::OpenSession => "open_session",
+            GuestCall::TransformRequest => "transform_request",
+            GuestCall::TransformResponse => "transform_response",
+            GuestCall::TransformStreamChunk => "transform_stream_chunk",
+            GuestCall::FinishStream => "finish_stream",
+        }
+    }
+}
+
 impl fmt::Display for GuestCall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -35,6 +35,9 @@ use bindings::{AdapterWorld, AdapterWorldPre, GuestState};
 use cache::ComponentCache;
 use engine::EpochTicker;
 use pool::{Instance, InstancePool};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
 use crate::config::AdapterName;
 
@@ -53,6 +56,47 @@ pub struct Adapter {
     engine: Engine,
     limits: Arc<SandboxLimits>,
     pool: InstancePool,
+    /// Time of each kind of guest call (filled in once the adapter has its name).
+    call_times: CallTimes,
+}
+
+/// Guest call durations per adapter and call, shared with the metrics registry.
+pub type CallDurations = Family<CallLabels, Histogram, fn() -> Histogram>;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CallLabels {
+    pub adapter: String,
+    pub call: &'static str,
+}
+
+fn call_histogram() -> Histogram {
+    // 50 µs to ~1.6 s.
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 16))
+}
+
+/// One adapter's histograms, one per kind of call, taken from the family once.
+#[derive(Clone, Default)]
+struct CallTimes(Vec<(GuestCall, Histogram)>);
+
+impl CallTimes {
+    fn of(durations: &CallDurations, adapter: &AdapterName) -> CallTimes {
+        let calls = [GuestCall::TransformRequest, GuestCall::TransformResponse, GuestCall::TransformStreamChunk, GuestCall::FinishStream];
+        CallTimes(
+            calls
+                .into_iter()
+                .map(|call| {
+                    let labels = CallLabels { adapter: adapter.to_string(), call: call.name() };
+                    (call, durations.get_or_create(&labels).clone())
+                })
+                .collect(),
+        )
+    }
+
+    fn observe(&self, call: GuestCall, took: std::time::Duration) {
+        if let Some((_, h)) = self.0.iter().find(|(c, _)| *c == call) {
+            h.observe(took.as_secs_f64());
+        }
+    }
 }
 
 impl Adapter {
@@ -163,6 +207,8 @@ pub struct PluginHost {
     builtins: HashMap<AdapterName, Arc<Adapter>>,
     /// The Lua-compat component, linked once for every script.
     lua_pre: std::sync::OnceLock<AdapterWorldPre<GuestState>>,
+    /// Every adapter's guest call durations (the metrics registry reads the same family).
+    call_durations: CallDurations,
     _ticker: EpochTicker,
 }
 
@@ -177,6 +223,11 @@ pub struct LoadReport {
 impl PluginHost {
     /// Builds the engine and loads the built-ins, then every `*.wasm` in `adapter_dir`
     /// (a file named like a built-in overrides it). `cache_dir: None` disables the disk cache.
+    /// Guest call durations per adapter and call (for `GET /metrics`).
+    pub fn call_durations(&self) -> CallDurations {
+        self.call_durations.clone()
+    }
+
     pub async fn load(
         limits: SandboxLimits,
         cache_dir: Option<PathBuf>,
@@ -199,6 +250,7 @@ impl PluginHost {
             adapters: ArcSwap::default(),
             builtins: HashMap::new(),
             lua_pre: std::sync::OnceLock::new(),
+            call_durations: Family::new_with_constructor(call_histogram),
         };
         let mut report = LoadReport::default();
         for (name, wasm) in BUILTIN_ADAPTERS {
@@ -294,7 +346,9 @@ impl PluginHost {
             engine: self.engine.clone(),
             limits: self.limits.clone(),
             pool: InstancePool::new(1),
+            call_times: CallTimes::default(),
         };
+        adapter.call_times = CallTimes::of(&self.call_durations, &adapter.name);
         // One throwaway instance proves the component runs and tells us what it is.
         let mut probe = adapter.instantiate().await.map_err(|e| e.to_string())?;
         probe.store.set_epoch_deadline(self.limits.deadline_ticks());

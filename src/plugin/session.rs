@@ -22,6 +22,8 @@ pub struct AdapterSession {
     /// Set once a call trapped or broke a limit: the instance is never reused.
     poisoned: bool,
     _permit: PoolPermit,
+    /// When the call running now started (its duration goes to the metrics).
+    call_started: Option<std::time::Instant>,
 }
 
 impl AdapterSession {
@@ -31,7 +33,7 @@ impl AdapterSession {
         resource: ResourceAny,
         permit: PoolPermit,
     ) -> Self {
-        AdapterSession { adapter, instance: Some(instance), resource, poisoned: false, _permit: permit }
+        AdapterSession { adapter, instance: Some(instance), resource, poisoned: false, _permit: permit, call_started: None }
     }
 
     pub fn adapter(&self) -> &Adapter {
@@ -123,6 +125,7 @@ impl AdapterSession {
         if self.poisoned {
             return Err(self.adapter.sandbox_error(call, SandboxCause::Trap("instance already failed".into())));
         }
+        self.call_started = Some(std::time::Instant::now());
         let instance = self.instance.as_mut().expect("a session holds its instance until dropped");
         instance.store.set_epoch_deadline(self.adapter.limits.deadline_ticks_for(input_bytes));
         Ok((&mut instance.store, &instance.world, self.resource, self.adapter.limits.wall_per_call))
@@ -138,6 +141,9 @@ impl AdapterSession {
 
     /// A failed call poisons the instance and is named by cause.
     fn settle<R>(&mut self, call: GuestCall, result: Bounded<R>) -> Result<R, SandboxError> {
+        if let Some(started) = self.call_started.take() {
+            self.adapter.call_times.observe(call, started.elapsed());
+        }
         match result {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => {

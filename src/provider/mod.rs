@@ -54,6 +54,8 @@ pub struct Provider {
 struct Link {
     client: reqwest::Client,
     limit: Arc<Semaphore>,
+    /// Requests waiting for a place under `max_concurrent`.
+    waiting: std::sync::atomic::AtomicUsize,
     shape: (u32, u64),
 }
 
@@ -81,12 +83,17 @@ impl Provider {
                         .redirect(same_origin_redirects())
                         .build()?;
                     let limit = Arc::new(Semaphore::new(source.max_concurrent as usize));
-                    Arc::new(Link { client, limit, shape })
+                    Arc::new(Link { client, limit, waiting: Default::default(), shape })
                 }
             };
             links.insert(source.name.clone(), link);
         }
         Ok(Provider { links })
+    }
+
+    /// Requests waiting now for a place under the source's `max_concurrent`.
+    pub fn queued(&self, source: &SourceName) -> usize {
+        self.links.get(source).map_or(0, |l| l.waiting.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Places taken now under the source's `max_concurrent` (0 for an unknown source).
@@ -101,8 +108,16 @@ impl Provider {
     /// Waits (first come, first served) up to the source's `queue_timeout_seconds` for a place
     /// under its `max_concurrent`; `None` when it stays full.
     pub async fn admit(&self, source: &SourceConfig) -> Option<SourcePermit> {
-        let limit = self.link(&source.name).limit.clone();
-        tokio::time::timeout(source.queue_timeout(), limit.acquire_owned()).await.ok()?.ok()
+        use std::sync::atomic::Ordering::Relaxed;
+        let link = self.link(&source.name);
+        let limit = link.limit.clone();
+        if let Ok(permit) = limit.clone().try_acquire_owned() {
+            return Some(permit);
+        }
+        link.waiting.fetch_add(1, Relaxed);
+        let permit = tokio::time::timeout(source.queue_timeout(), limit.acquire_owned()).await;
+        link.waiting.fetch_sub(1, Relaxed);
+        permit.ok()?.ok()
     }
 
     /// A non-streaming request: the unified response JSON, and how long the head took.

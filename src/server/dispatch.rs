@@ -177,6 +177,7 @@ async fn serve(
                 ticket.succeeded(timing);
                 let ms = elapsed.as_millis() as u64;
                 tracing::debug!(source = %name, ms, probe = candidate.probe, after_failures = report.failures, "head answered");
+                gw.metrics.failed_over(call.model, report.failures);
                 let books = Books::open(
                     Arc::clone(gw),
                     slot.clone(),

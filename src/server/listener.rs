@@ -35,6 +35,17 @@ pub async fn serve(
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let limits = gateway.base.server.clone();
+    // `metrics.listen`: /metrics on an address of its own (an operations port).
+    if let (true, Some(at)) = (gateway.base.metrics.enabled, gateway.base.metrics.listen) {
+        let metrics = TcpListener::bind(at).await?;
+        tracing::info!("metrics on http://{}/metrics", metrics.local_addr()?);
+        let app = gateway.metrics_router().into_make_service_with_connect_info::<SocketAddr>();
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(metrics, app).await {
+                tracing::warn!("the metrics listener stopped: {e}");
+            }
+        });
+    }
     let app = super::router(gateway);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout());

@@ -18,6 +18,7 @@ use super::Gateway;
 use super::books::LogContext;
 use super::error::{ApiError, ErrorType};
 use crate::domain::SlotKey;
+use crate::plugin::CallDurations;
 use crate::scheduler::{Admission, probe_budget};
 use crate::state::LogRow;
 
@@ -55,6 +56,11 @@ struct SlotLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabels {
     source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelLabels {
+    gen_ai_request_model: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -101,19 +107,23 @@ pub struct Metrics {
     key_quota_used: Family<KeyLabels, Gauge>,
     in_flight: Gauge,
     source_in_flight: Family<SourceLabels, Gauge>,
+    source_queued: Family<SourceLabels, Gauge>,
+    failovers: Family<ModelLabels, Counter>,
+    journal_backlog: Gauge,
     pool_capacity: Family<AdapterLabels, Gauge>,
     pool_idle: Family<AdapterLabels, Gauge>,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Metrics::new()
-    }
-}
-
 impl Metrics {
-    pub fn new() -> Metrics {
+    /// The registry, with the plugin host's guest call durations in it.
+    pub fn new(call_durations: CallDurations) -> Metrics {
         let mut registry = Registry::default();
+        registry.register_with_unit(
+            "switchyard_adapter_call_duration",
+            "Time of each guest call, by adapter and call",
+            Unit::Seconds,
+            call_durations,
+        );
         let duration: Histograms<AttemptLabels> = Family::new_with_constructor(seconds_histogram);
         registry.register_with_unit(
             "gen_ai_server_request_duration",
@@ -172,6 +182,24 @@ impl Metrics {
             "Places taken under each source's max_concurrent",
             source_in_flight.clone(),
         );
+        let source_queued = Family::<SourceLabels, Gauge>::default();
+        registry.register(
+            "switchyard_source_queued",
+            "Requests waiting for a place under each source's max_concurrent",
+            source_queued.clone(),
+        );
+        let failovers = Family::<ModelLabels, Counter>::default();
+        registry.register(
+            "switchyard_failovers",
+            "Requests served by a candidate after others failed",
+            failovers.clone(),
+        );
+        let journal_backlog = Gauge::default();
+        registry.register(
+            "switchyard_state_journal_backlog",
+            "Changes journaled and waiting for the database writer",
+            journal_backlog.clone(),
+        );
         let pool_capacity = Family::<AdapterLabels, Gauge>::default();
         registry.register("switchyard_pool_capacity", "Instances each adapter's pool may hold", pool_capacity.clone());
         let pool_idle = Family::<AdapterLabels, Gauge>::default();
@@ -193,6 +221,9 @@ impl Metrics {
             key_quota_used,
             in_flight,
             source_in_flight,
+            source_queued,
+            failovers,
+            journal_backlog,
             pool_capacity,
             pool_idle,
         }
@@ -239,6 +270,13 @@ impl Metrics {
         }
     }
 
+    /// A request served after `failed` candidates failed before it.
+    pub fn failed_over(&self, requested_model: &str, failed: usize) {
+        if failed > 0 {
+            self.failovers.get_or_create(&ModelLabels { gen_ai_request_model: requested_model.to_string() }).inc();
+        }
+    }
+
     /// The gauges read from the gateway's state now, then everything as Prometheus text.
     fn render(&self, gw: &Gateway, in_flight: i64) -> String {
         let _one_scrape = self.scrape.lock().unwrap_or_else(|p| p.into_inner());
@@ -253,9 +291,12 @@ impl Metrics {
         self.cooldown_remaining.clear();
         self.key_quota_used.clear();
         self.source_in_flight.clear();
+        self.source_queued.clear();
         for source in &config.sources {
             let held = runtime.provider.in_use(&source.name);
-            self.source_in_flight.get_or_create(&SourceLabels { source: source.name.to_string() }).set(held as i64);
+            let labels = SourceLabels { source: source.name.to_string() };
+            self.source_in_flight.get_or_create(&labels).set(held as i64);
+            self.source_queued.get_or_create(&labels).set(runtime.provider.queued(&source.name) as i64);
             for model in &source.models {
                 let key = SlotKey { source: source.name.clone(), model: model.name.clone() };
                 let labels = SlotLabels { source: key.source.to_string(), model: key.model.clone() };
@@ -285,6 +326,7 @@ impl Metrics {
             }
         }
         self.in_flight.set(in_flight);
+        self.journal_backlog.set(gw.state.backlog() as i64);
         self.pool_capacity.clear();
         self.pool_idle.clear();
         for adapter in gw.plugins.adapters() {
@@ -318,7 +360,7 @@ fn error_type(code: Option<&str>) -> String {
 
 /// `GET /metrics`: open to loopback clients, to others with the admin token.
 pub async fn scrape(
-    State((gw, in_flight)): State<(Arc<Gateway>, Arc<tokio::sync::Semaphore>)>,
+    State(gw): State<Arc<Gateway>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
@@ -330,7 +372,7 @@ pub async fn scrape(
         )
         .into_response();
     }
-    let taken = (gw.base.server.max_in_flight as usize).saturating_sub(in_flight.available_permits()) as i64;
+    let taken = (gw.base.server.max_in_flight as usize).saturating_sub(gw.in_flight.available_permits()) as i64;
     let text = gw.metrics.render(&gw, taken);
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
 }

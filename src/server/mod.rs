@@ -66,6 +66,8 @@ pub struct Gateway {
     pub state: Arc<StateStore>,
     /// Prometheus metrics (`GET /metrics`).
     pub metrics: metrics::Metrics,
+    /// Places for client requests in flight (`server.max_in_flight`).
+    in_flight: Arc<tokio::sync::Semaphore>,
     /// Admin changes, one at a time.
     edits: tokio::sync::Mutex<()>,
 }
@@ -78,6 +80,8 @@ impl Gateway {
         state: Arc<StateStore>,
     ) -> anyhow::Result<Gateway> {
         let LoadedConfig { base, runtime: file, effective: config } = loaded;
+        let metrics = metrics::Metrics::new(plugins.call_durations());
+        let in_flight = Arc::new(tokio::sync::Semaphore::new(base.server.max_in_flight as usize));
         plugins.size_pools(&config);
         let runtime = Runtime { provider: Provider::new(&config)?, keys: KeyTable::new(&config), config, file };
         Ok(Gateway {
@@ -86,7 +90,8 @@ impl Gateway {
             plugins,
             scheduler,
             state,
-            metrics: metrics::Metrics::new(),
+            metrics,
+            in_flight,
             edits: tokio::sync::Mutex::new(()),
         })
     }
@@ -125,14 +130,25 @@ impl Gateway {
 
     /// Records an attempt: its metrics, and its request-log row (journaled when this returns).
     pub fn log(&self, row: LogRow, context: &books::LogContext) {
+        if self.base.metrics.enabled {
+            self.observe(&row, context);
+        }
+        self.state.log(row);
+    }
+
+    fn observe(&self, row: &LogRow, context: &books::LogContext) {
         let provider = self
             .runtime()
             .config
             .source(&crate::config::SourceName::new(row.source.clone()))
             .and_then(|s| self.plugins.adapter(&s.adapter))
             .map_or_else(String::new, |a| a.metadata().protocol.clone());
-        self.metrics.observe(&row, context, provider);
-        self.state.log(row);
+        self.metrics.observe(row, context, provider);
+    }
+
+    /// A router with `/metrics` alone (for `metrics.listen`).
+    pub fn metrics_router(self: &Arc<Self>) -> Router {
+        Router::new().route("/metrics", get(metrics::scrape)).with_state(self.clone())
     }
 }
 
@@ -159,15 +175,17 @@ fn write_runtime_file(path: &std::path::Path, file: &RuntimeFile) -> std::io::Re
 }
 
 pub fn router(gateway: Arc<Gateway>) -> Router {
-    let in_flight = Arc::new(tokio::sync::Semaphore::new(gateway.base.server.max_in_flight as usize));
-    Router::new()
+    let in_flight = gateway.in_flight.clone();
+    let metrics_here = gateway.base.metrics.enabled && gateway.base.metrics.listen.is_none();
+    let app = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/messages", post(messages::messages).layer(envelope::layer(messages::ANTHROPIC)))
         .route("/v1/embeddings", post(embeddings::embeddings).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/images/generations", post(images::images).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/models", get(models::list_models))
-        .route_layer(axum::middleware::from_fn_with_state(in_flight.clone(), inflight::limit))
-        .route("/metrics", get(metrics::scrape).with_state((gateway.clone(), in_flight)))
+        .route_layer(axum::middleware::from_fn_with_state(in_flight, inflight::limit));
+    let app = if metrics_here { app.route("/metrics", get(metrics::scrape)) } else { app };
+    app
         .route("/health", get(models::health))
         .merge(admin::router(gateway.clone()))
         .merge(webui::router())

@@ -219,6 +219,11 @@ impl StateStore {
         self.queue.push(Item::Change(seq, change));
     }
 
+    /// Changes journaled and waiting for the database writer.
+    pub fn backlog(&self) -> usize {
+        self.queue.len()
+    }
+
     /// Blocks until everything queued so far is in the database.
     pub fn flush(&self) {
         let (done, wait) = mpsc::channel();

@@ -29,6 +29,11 @@ impl<T> Queue<T> {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Items waiting for the writer.
+    pub fn len(&self) -> usize {
+        self.lock().items.len()
+    }
+
     /// Adds a change that may wait (up to `deferred_for`) for company. Only the first of a
     /// pile wakes the writer, to start its clock.
     pub fn push(&self, item: T) {

@@ -71,6 +71,29 @@ async fn metrics_count_attempts_tokens_and_slot_state_in_the_genai_names() {
     assert_eq!(total(&m, "switchyard_build_info", &[("version", env!("CARGO_PKG_VERSION"))]), 1.0);
     assert_eq!(total(&m, "switchyard_requests_in_flight", &[]), 0.0);
     assert_eq!(total(&m, "switchyard_source_in_flight", &[("source", "mock")]), 0.0);
+    assert_eq!(total(&m, "switchyard_source_queued", &[("source", "mock")]), 0.0);
+    let translated = [("adapter", "openai"), ("call", "transform_request")];
+    assert_eq!(total(&m, "switchyard_adapter_call_duration_seconds_count", &translated), 3.0, "one per attempt");
+    let chunks = [("adapter", "openai"), ("call", "transform_stream_chunk")];
+    assert!(total(&m, "switchyard_adapter_call_duration_seconds_count", &chunks) >= 3.0, "the stream's chunks");
+    assert_eq!(find(&m, "switchyard_state_journal_backlog", &[]).len(), 1);
+    assert_eq!(total(&m, "switchyard_failovers_total", &[]), 0.0, "nothing failed over");
+}
+
+#[tokio::test]
+async fn a_request_served_after_a_failure_counts_as_a_failover() {
+    let mock = MockUpstream::start().await;
+    let yaml = format!(
+        "sources:\n  - {{name: a, base_url: '{url}', models: [{{name: shared, upstream: flaky}}]}}\n  - {{name: b, base_url: '{url}', models: [{{name: shared, upstream: 'say:from b'}}]}}\nchannel_selection: order\n",
+        url = mock.url
+    );
+    let gw = TestGateway::start(&crate::support::config_with(&yaml)).await;
+    mock.state.flaky_fails.store(true, Ordering::SeqCst);
+    assert_eq!(gw.chat(chat_body("shared", false)).await.status(), 200);
+    let m = scrape(&gw).await;
+    assert_eq!(total(&m, "switchyard_failovers_total", &[("gen_ai_request_model", "shared")]), 1.0);
+    assert_eq!(total(&m, "switchyard_attempts_total", &[("source", "a"), ("error_type", "upstream_server_error")]), 1.0);
+    assert_eq!(total(&m, "switchyard_attempts_total", &[("source", "b"), ("error_type", "")]), 1.0);
 }
 
 #[tokio::test]
@@ -110,4 +133,24 @@ async fn an_upstreams_own_error_codes_do_not_become_new_series() {
         .collect();
     assert_eq!(kinds.into_iter().collect::<Vec<_>>(), ["other"], "ten codes, one series");
     assert_eq!(total(&m, "switchyard_attempts_total", &[("source", "up")]), 10.0);
+}
+
+#[tokio::test]
+async fn metrics_can_move_to_their_own_address_or_be_turned_off() {
+    let mock = MockUpstream::start().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let yaml = format!("metrics: {{listen: '127.0.0.1:{port}'}}\n{}", mock_source(&mock, &["say:hi"]));
+    let gw = TestGateway::start(&crate::support::config_with(&yaml)).await;
+    assert_eq!(gw.chat(chat_body("say:hi", false)).await.status(), 200);
+    assert_eq!(reqwest::get(format!("{}/metrics", gw.url)).await.unwrap().status(), 404, "not on the main listener");
+    let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await.unwrap().text().await.unwrap();
+    assert!(text.contains("switchyard_attempts_total{"), "{text}");
+
+    let off = TestGateway::start(&crate::support::config_with(&format!(
+        "metrics: {{enabled: false}}\n{}",
+        mock_source(&mock, &["say:hi"])
+    )))
+    .await;
+    assert_eq!(off.chat(chat_body("say:hi", false)).await.status(), 200);
+    assert_eq!(reqwest::get(format!("{}/metrics", off.url)).await.unwrap().status(), 404);
 }
