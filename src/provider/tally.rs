@@ -25,7 +25,12 @@ pub struct Tally {
     reasoning_bytes: usize,
     /// (id, name, arguments) by tool-call index.
     tool_calls: Vec<(String, String, String)>,
+    /// Why the first choice ended (`stop`, `length`, `tool_calls`...), once the upstream says.
+    pub finish_reason: Option<String>,
 }
+
+/// Longest finish reason kept.
+const MAX_FINISH_REASON: usize = 64;
 
 #[derive(Deserialize)]
 struct Usage {
@@ -84,6 +89,7 @@ impl Message {
 struct Choice {
     message: Option<Message>,
     delta: Option<Message>,
+    finish_reason: Option<Value>,
 }
 
 /// The parts of a unified response or chunk the books need; the rest is skipped unread.
@@ -109,7 +115,13 @@ impl Tally {
     }
 
     fn add(&mut self, json: &str, part: fn(Choice) -> Option<Message>) -> bool {
-        let Ok(view) = serde_json::from_str::<View>(json) else { return false };
+        let Ok(mut view) = serde_json::from_str::<View>(json) else { return false };
+        // The first choice's, as the upstream wrote it (bounded: it goes to traces).
+        if let Some(reason) = view.choices.first_mut().and_then(|c| c.finish_reason.take())
+            && let Some(reason) = reason.as_str().filter(|r| r.len() <= MAX_FINISH_REASON)
+        {
+            self.finish_reason = Some(reason.to_string());
+        }
         let usage_only = view.choices.is_empty() && view.usage.is_some();
         if let Some(u) = view.usage {
             (self.prompt_tokens, self.completion_tokens, self.total_tokens) =
@@ -285,5 +297,17 @@ mod tests {
         t.add_chunk("not json");
         assert_eq!(t.tokens(), 0);
         assert_eq!(t.assistant_message(), json!({"role": "assistant", "content": ""}));
+    }
+
+    #[test]
+    fn the_first_choices_finish_reason_is_kept_when_short() {
+        let mut t = Tally::default();
+        t.add_chunk(r#"{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}"#);
+        assert_eq!(t.finish_reason, None);
+        t.add_chunk(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#);
+        assert_eq!(t.finish_reason.as_deref(), Some("length"));
+        let long = format!(r#"{{"choices":[{{"index":0,"delta":{{}},"finish_reason":"{}"}}]}}"#, "x".repeat(1000));
+        t.add_chunk(&long);
+        assert_eq!(t.finish_reason.as_deref(), Some("length"), "an overlong reason is not kept");
     }
 }

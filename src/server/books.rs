@@ -186,6 +186,9 @@ impl Books {
         if let Some(cached) = tally.cached_tokens {
             self.span.record("gen_ai.usage.cache_read.input_tokens", signed(cached));
         }
+        if let Some(reason) = &tally.finish_reason {
+            self.span.record("gen_ai.response.finish_reasons", reason.as_str());
+        }
         if let Some(error) = &row.error {
             self.span.record("error.type", error.as_str());
         }

@@ -149,6 +149,7 @@ async fn serve(
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
             error.type = tracing::field::Empty,
             switchyard.failover_reason = tracing::field::Empty,
         );

@@ -137,10 +137,13 @@ impl Gateway {
     }
 
     fn observe(&self, row: &LogRow, context: &books::LogContext) {
-        let provider = self
-            .runtime()
+        // The adapter's protocol, by the source's adapter (a guard, not a clone, of the runtime).
+        let runtime = self.runtime.load();
+        let provider = runtime
             .config
-            .source(&crate::config::SourceName::new(row.source.clone()))
+            .sources
+            .iter()
+            .find(|s| s.name.as_str() == row.source)
             .and_then(|s| self.plugins.adapter(&s.adapter))
             .map_or_else(String::new, |a| a.metadata().protocol.clone());
         self.metrics.observe(row, context, provider);

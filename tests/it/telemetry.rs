@@ -120,6 +120,7 @@ async fn a_request_continues_the_clients_trace_upstream_and_exports_its_attempt_
     assert_eq!(text("gen_ai.response.model"), "say:traced answer");
     assert_eq!(text("gen_ai.provider.name"), "openai-chat");
     assert_eq!(text("switchyard.source"), "up");
+    assert_eq!(text("gen_ai.response.finish_reasons"), "stop");
     assert_eq!(number("gen_ai.usage.input_tokens"), 10, "the mock's prompt tokens");
     assert_eq!(number("gen_ai.usage.output_tokens"), ("traced answer".len() / 4) as i64);
 }
