@@ -37,7 +37,9 @@ use engine::EpochTicker;
 use pool::{Instance, InstancePool};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::histogram::exponential_buckets;
+
+use crate::telemetry::Histogram;
 
 use crate::config::AdapterName;
 
@@ -115,6 +117,11 @@ impl Adapter {
     /// (capacity, idle instances) of the pool.
     pub fn pool_stats(&self) -> (usize, usize) {
         (self.pool.capacity(), self.pool.idle_count())
+    }
+
+    /// Sessions holding one of its instances now.
+    pub fn pool_in_use(&self) -> usize {
+        self.pool.in_use()
     }
 
     pub fn set_pool_capacity(&self, capacity: usize) {

@@ -92,6 +92,12 @@ impl InstancePool {
         self.permits.available_permits()
     }
 
+    /// Sessions holding an instance now.
+    pub fn in_use(&self) -> usize {
+        let size = self.size.lock().expect("pool lock");
+        (size.capacity + size.owed).saturating_sub(self.permits.available_permits())
+    }
+
     pub fn idle_count(&self) -> usize {
         self.idle.lock().expect("pool lock").len()
     }

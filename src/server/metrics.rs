@@ -11,7 +11,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::histogram::exponential_buckets;
 use prometheus_client::registry::{Registry, Unit};
 
 use super::Gateway;
@@ -19,6 +19,7 @@ use super::books::LogContext;
 use super::error::{ApiError, ErrorType};
 use crate::domain::SlotKey;
 use crate::plugin::CallDurations;
+use crate::telemetry::Histogram;
 use crate::scheduler::{Admission, probe_budget};
 use crate::state::LogRow;
 
@@ -112,6 +113,7 @@ pub struct Metrics {
     journal_backlog: Gauge,
     pool_capacity: Family<AdapterLabels, Gauge>,
     pool_idle: Family<AdapterLabels, Gauge>,
+    pool_in_use: Family<AdapterLabels, Gauge>,
 }
 
 impl Metrics {
@@ -204,6 +206,8 @@ impl Metrics {
         registry.register("switchyard_pool_capacity", "Instances each adapter's pool may hold", pool_capacity.clone());
         let pool_idle = Family::<AdapterLabels, Gauge>::default();
         registry.register("switchyard_pool_idle", "Warm idle instances in each adapter's pool", pool_idle.clone());
+        let pool_in_use = Family::<AdapterLabels, Gauge>::default();
+        registry.register("switchyard_pool_in_use", "Instances of each adapter held by sessions", pool_in_use.clone());
         let build = Family::<BuildLabels, Gauge>::default();
         build.get_or_create(&BuildLabels { version: env!("CARGO_PKG_VERSION") }).set(1);
         registry.register("switchyard_build_info", "The running version", build);
@@ -226,6 +230,7 @@ impl Metrics {
             journal_backlog,
             pool_capacity,
             pool_idle,
+            pool_in_use,
         }
     }
 
@@ -329,11 +334,13 @@ impl Metrics {
         self.journal_backlog.set(gw.state.backlog() as i64);
         self.pool_capacity.clear();
         self.pool_idle.clear();
+        self.pool_in_use.clear();
         for adapter in gw.plugins.adapters() {
             let (capacity, idle) = adapter.pool_stats();
             let labels = AdapterLabels { adapter: adapter.name().to_string() };
             self.pool_capacity.get_or_create(&labels).set(capacity as i64);
             self.pool_idle.get_or_create(&labels).set(idle as i64);
+            self.pool_in_use.get_or_create(&labels).set(adapter.pool_in_use() as i64);
         }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String");

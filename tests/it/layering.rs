@@ -13,7 +13,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("private_fs", &[]),
     ("config", &["domain"]),
     ("logging", &["config", "logsafe"]),
-    ("plugin", &["domain", "config", "logsafe", "private_fs"]),
+    ("plugin", &["domain", "config", "logsafe", "private_fs", "telemetry"]),
     ("telemetry", &["config"]),
     ("provider", &["domain", "config", "plugin", "telemetry"]),
     ("router", &["domain", "config"]),

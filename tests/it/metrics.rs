@@ -77,6 +77,8 @@ async fn metrics_count_attempts_tokens_and_slot_state_in_the_genai_names() {
     let chunks = [("adapter", "openai"), ("call", "transform_stream_chunk")];
     assert!(total(&m, "switchyard_adapter_call_duration_seconds_count", &chunks) >= 3.0, "the stream's chunks");
     assert_eq!(find(&m, "switchyard_state_journal_backlog", &[]).len(), 1);
+    assert_eq!(total(&m, "switchyard_pool_in_use", &[("adapter", "openai")]), 0.0, "every session ended");
+    assert!(total(&m, "switchyard_pool_capacity", &[("adapter", "openai")]) >= 1.0);
     assert_eq!(total(&m, "switchyard_failovers_total", &[]), 0.0, "nothing failed over");
 }
 

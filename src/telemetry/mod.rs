@@ -1,5 +1,10 @@
 //! OTLP trace export (config `telemetry:`): the process's spans (a request, each attempt) sent
-//! to a collector over OTLP/HTTP, and the W3C trace context read from clients and sent upstream.
+//! to a collector over OTLP/HTTP, and the W3C trace context read from clients and sent upstream;
+//! and the lock-free histogram the Prometheus metrics are made of.
+
+mod histogram;
+
+pub use histogram::Histogram;
 
 use std::time::Duration;
 
