@@ -2,7 +2,8 @@
 # What metrics cost: the same release gateway twice, metrics on (the default) and off
 # (`metrics: {enabled: false}`), in front of the bench's zero-latency mock, each pinned to core 0
 # with the load (wrk, closed loop) and the mock on core 1. Rounds alternate the two so drift
-# on a noisy machine hits both; prints each round's requests per second and the medians.
+# on a noisy machine hits both; prints each round's requests per second and the gateway's own
+# CPU time per request (from /proc: steadier than throughput on a shared machine), and medians.
 #   bench/metrics-cost.sh [ROUNDS] [SECONDS] [CONNECTIONS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,8 +34,9 @@ sources:
   - {name: openai, base_url: 'http://127.0.0.1:9101/v1', api_key: sk-upstream, max_concurrent: 500, models: [{name: bench}]}
 YAML
     SWITCHYARD_LOG=warn taskset -c 0 target/release/switchyard --config "$work/$1/config.yaml" 2>"$work/$1/log" &
-    pids+=($!); wait_port "$2"
+    pids+=($!); gw[$2]=$!; wait_port "$2"
 }
+declare -A gw
 start on 9211 ""
 start off 9212 "metrics: {enabled: false}"
 
@@ -44,16 +46,28 @@ wrk.body = '{"model":"bench","messages":[{"role":"user","content":"Say hello in 
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer sk-bench"
 LUA
-rps() { taskset -c 1 wrk -t1 -c"$connections" -d"${seconds}s" -s "$work/post.lua" "http://127.0.0.1:$1/v1/chat/completions" \
-    | awk '/Requests\/sec/ {print int($2)}'; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# One round against port $1: "RPS CPU-µs-per-request".
+rps() {
+    local before after out
+    before=$(cpu_ticks "${gw[$1]}")
+    out=$(taskset -c 1 wrk -t1 -c"$connections" -d"${seconds}s" -s "$work/post.lua" "http://127.0.0.1:$1/v1/chat/completions")
+    after=$(cpu_ticks "${gw[$1]}")
+    local requests rate hz
+    requests=$(awk '/requests in/ {print $1}' <<< "$out"); rate=$(awk '/Requests\/sec/ {print int($2)}' <<< "$out")
+    hz=$(getconf CLK_TCK)
+    echo "$rate $(awk -v t=$((after - before)) -v hz="$hz" -v n="$requests" 'BEGIN {printf "%.1f", t * 1e6 / hz / n}')"
+}
 # Warm both (compiled adapters, pools, connections).
 rps 9211 >/dev/null; rps 9212 >/dev/null
-on=(); off=()
+on=(); off=(); on_cpu=(); off_cpu=()
 for r in $(seq "$rounds"); do
-    a=$(rps 9211); b=$(rps 9212)
-    on+=("$a"); off+=("$b")
-    echo "round $r: metrics on $a rps, off $b rps"
+    read -r a a_cpu < <(rps 9211); read -r b b_cpu < <(rps 9212)
+    on+=("$a"); off+=("$b"); on_cpu+=("$a_cpu"); off_cpu+=("$b_cpu")
+    echo "round $r: metrics on $a rps ($a_cpu µs CPU/request), off $b rps ($b_cpu µs CPU/request)"
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 m_on=$(median "${on[@]}"); m_off=$(median "${off[@]}")
-echo "median: metrics on $m_on rps, off $m_off rps; on costs $(awk -v a="$m_on" -v b="$m_off" 'BEGIN {printf "%.1f", (b-a)*100/b}') %"
+c_on=$(median "${on_cpu[@]}"); c_off=$(median "${off_cpu[@]}")
+echo "median: metrics on $m_on rps, off $m_off rps (on costs $(awk -v a="$m_on" -v b="$m_off" 'BEGIN {printf "%.1f", (b-a)*100/b}') % of throughput)"
+echo "median CPU per request: on $c_on µs, off $c_off µs (on costs $(awk -v a="$c_on" -v b="$c_off" 'BEGIN {printf "%.1f", (a-b)*100/b}') %)"
