@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use switchyard::startup;
 use switchyard::config::AdminToken;
+use switchyard::startup;
 
 #[derive(Parser)]
 #[command(version, about = "LLM API gateway with sandboxed WebAssembly adapters")]

@@ -38,7 +38,7 @@ fn derive_everything(config: &Config) {
         quota.period.window(now);
     }
     // As the fusion mode turns it into its per-candidate bound.
-    for fusion in config.routes.iter().filter_map(|r| r.fusion_config.as_ref()) {
+    for fusion in config.routes.iter().filter_map(|r| r.mode.fusion()) {
         let _ = Duration::from_secs_f64(fusion.timeout_seconds);
     }
     assert!(config.body_limit_bytes >= 1 << 20, "accepted with a body limit of {} bytes", config.body_limit_bytes);

@@ -13,8 +13,7 @@ use super::error::{ConfigError, FieldError};
 use super::locate::LineIndex;
 use super::runtime::{AutoChains, ChainSlot, RuntimeFile, SlotConfig, merge};
 use super::{
-    AdminToken,
-    ChannelSelection, Config, KeyConfig, KeyName, ModelKind, RouteConfig, RouteMode, SandboxConfig, Secret,
+    AdminToken, ChannelSelection, Config, KeyConfig, KeyName, ModelKind, RouteConfig, RouteMode, SandboxConfig, Secret,
     SourceConfig, SourceName,
 };
 use crate::domain::{AUTO, AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota, SandboxLimits, ScoringPolicy};
@@ -305,7 +304,11 @@ impl Collector<'_> {
     /// A key's name, checked against those `seen` before it.
     fn unique_key_name(&mut self, path: &str, name: &KeyName, seen: &mut HashSet<KeyName>) {
         if !seen.insert(name.clone()) {
-            self.error(&format!("{path}.name"), format!("key name `{name}` is used twice"), "give every key its own name");
+            self.error(
+                &format!("{path}.name"),
+                format!("key name `{name}` is used twice"),
+                "give every key its own name",
+            );
         }
     }
 
@@ -545,7 +548,9 @@ impl Collector<'_> {
                 let message = e.into_inner().to_string();
                 // A route's mode without its settings names the missing field first.
                 let (full, message) = match message.split_once(": ") {
-                    Some((field @ ("adapter_config" | "fusion_config"), rest)) => (format!("{full}.{field}"), rest.to_string()),
+                    Some((field @ ("adapter_config" | "fusion_config"), rest)) => {
+                        (format!("{full}.{field}"), rest.to_string())
+                    }
                     _ => (full, message),
                 };
                 let fix = fix_for(&message);

@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::domain::{AdapterName, ChannelSelection, GroupName, KeyName, Secret, SourceName, mask};
 pub use env::expand as expand_env;
 pub use error::{ConfigError, FieldError};
 pub use load::{LoadedConfig, load, load_runtime_str, load_str, with_runtime};
-pub use crate::domain::{AdapterName, ChannelSelection, GroupName, KeyName, Secret, SourceName, mask};
 pub use routes::{FusionConfig, FusionStrategy, RouteConfig, RouteMode, RouteProvider, VisionConfig, VisionFallback};
 pub use runtime::{AutoChains, ChainSlot, RuntimeFile, RuntimeKey, SlotConfig, SourceTemplate, merge};
 

@@ -108,6 +108,14 @@ impl RouteMode {
         }
     }
 
+    /// A fusion route's settings.
+    pub fn fusion(&self) -> Option<&FusionConfig> {
+        match self {
+            RouteMode::Fusion(f) => Some(f),
+            _ => None,
+        }
+    }
+
     /// The mode as config.yaml writes it (and request logs show it).
     pub fn as_str(&self) -> &'static str {
         match self.name() {

@@ -20,13 +20,13 @@ use arc_swap::ArcSwap;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
+pub use crate::domain::SandboxLimits;
 pub use bindings::{
     ErrorKind, GuestError, HttpRequest, HttpResponse, Metadata, Operation, SourceContext, StreamEvent, StreamFraming,
     StreamOutput,
 };
 pub use cache::CacheOutcome;
 pub use catalog::{AdapterOrigin, BUILTIN_ADAPTERS};
-pub use crate::domain::SandboxLimits;
 pub use error::{GuestCall, SandboxCause, SandboxError};
 pub use lua::BUNDLED_SCRIPTS;
 pub use session::{AdapterSession, GuestResult};
@@ -82,7 +82,12 @@ struct CallTimes(Vec<(GuestCall, Histogram)>);
 
 impl CallTimes {
     fn of(durations: &CallDurations, adapter: &AdapterName) -> CallTimes {
-        let calls = [GuestCall::TransformRequest, GuestCall::TransformResponse, GuestCall::TransformStreamChunk, GuestCall::FinishStream];
+        let calls = [
+            GuestCall::TransformRequest,
+            GuestCall::TransformResponse,
+            GuestCall::TransformStreamChunk,
+            GuestCall::FinishStream,
+        ];
         CallTimes(
             calls
                 .into_iter()

@@ -128,7 +128,8 @@ mod tests {
     #[tokio::test]
     async fn a_shrink_while_places_are_held_lands_as_they_come_back_and_a_grow_cancels_it() {
         let pool = InstancePool::new(4);
-        let held: Vec<PoolPermit> = futures::future::join_all((0..4).map(|_| pool.acquire(NOW))).await.into_iter().flatten().collect();
+        let held: Vec<PoolPermit> =
+            futures::future::join_all((0..4).map(|_| pool.acquire(NOW))).await.into_iter().flatten().collect();
         assert_eq!(held.len(), 4);
         pool.set_capacity(2);
         assert_eq!(pool.capacity(), 2);

@@ -27,13 +27,15 @@ pub struct AdapterSession {
 }
 
 impl AdapterSession {
-    pub(super) fn new(
-        adapter: Arc<Adapter>,
-        instance: Instance,
-        resource: ResourceAny,
-        permit: PoolPermit,
-    ) -> Self {
-        AdapterSession { adapter, instance: Some(instance), resource, poisoned: false, _permit: permit, call_started: None }
+    pub(super) fn new(adapter: Arc<Adapter>, instance: Instance, resource: ResourceAny, permit: PoolPermit) -> Self {
+        AdapterSession {
+            adapter,
+            instance: Some(instance),
+            resource,
+            poisoned: false,
+            _permit: permit,
+            call_started: None,
+        }
     }
 
     pub fn adapter(&self) -> &Adapter {

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-
 use crate::domain::{CooldownPolicy, UnixMs};
 
 /// Why an attempt failed, as far as cooling is concerned.

@@ -361,7 +361,10 @@ impl Scheduler {
         let health = health.clone();
         let stats = inner.stats.entry(key.clone()).or_default();
         stats.record_failure(None, now, &self.policy.scoring);
-        let changes = vec![StateChange::Cooldown(key.clone(), Some(health)), StateChange::Stats(key.clone(), Some(stats.clone()))];
+        let changes = vec![
+            StateChange::Cooldown(key.clone(), Some(health)),
+            StateChange::Stats(key.clone(), Some(stats.clone())),
+        ];
         self.keep(inner, changes);
     }
 

@@ -1,7 +1,6 @@
 //! The smart ordering score (Parrot's): latency EMA × error penalty, decaying back to the
 //! default when stale, plus exploration that now and then tries an untried or stale slot.
 
-
 use crate::domain::{ScoringPolicy, UnixMs};
 
 /// What the scorer knows of one (source, model).

@@ -20,7 +20,10 @@ use super::request::{ChatRequest, Incoming, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
-pub async fn chat_completions(Extension(RequestId(request_id)): Extension<RequestId>, mut incoming: Incoming) -> Result<Response, ApiError> {
+pub async fn chat_completions(
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    mut incoming: Incoming,
+) -> Result<Response, ApiError> {
     let started = std::time::Instant::now();
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);

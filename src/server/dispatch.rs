@@ -9,17 +9,17 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use futures::future::BoxFuture;
 use tracing::Instrument;
 
+use super::Gateway;
 use super::admission;
 use super::auth::KeyEntry;
 use super::books::{Books, LogContext};
+use super::call::{Answer, Call, Reply};
+use super::conversation::Conversation;
 use super::error::{ApiError, ErrorType};
 use super::modes;
 use super::report::Report;
 use super::scope::plan_candidates;
 use super::ticket::Ticket;
-use super::call::{Answer, Call, Reply};
-use super::conversation::Conversation;
-use super::Gateway;
 use crate::config::{ModelKind, RouteMode};
 use crate::plugin::Operation;
 use crate::provider::{AttemptError, StreamEnd, Tally, Target};
@@ -64,7 +64,9 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
                     None => serve(gw, key, &call, candidates, log).await,
                 }
             }
-            Some((r, RouteMode::Fusion(fusion))) => modes::fusion::fuse(&Gate(gw), key, &call, r, fusion, candidates).await,
+            Some((r, RouteMode::Fusion(fusion))) => {
+                modes::fusion::fuse(&Gate(gw), key, &call, r, fusion, candidates).await
+            }
             _ => serve(gw, key, &call, candidates, log).await,
         }
     })
@@ -154,18 +156,20 @@ async fn serve(
             switchyard.failover_reason = tracing::field::Empty,
         );
         let started = Instant::now();
-        let outcome = async { if call.stream {
-            // Fail over until the first chunk is in hand: before it, the client has seen nothing.
-            match provider.stream(&target, call.unified).await {
-                Ok(chunks) => {
-                    let head = started.elapsed();
-                    chunks.first_chunk().await.map(|c| (Answer::Stream(c.holding(ticket.take_permit())), head))
+        let outcome = async {
+            if call.stream {
+                // Fail over until the first chunk is in hand: before it, the client has seen nothing.
+                match provider.stream(&target, call.unified).await {
+                    Ok(chunks) => {
+                        let head = started.elapsed();
+                        chunks.first_chunk().await.map(|c| (Answer::Stream(c.holding(ticket.take_permit())), head))
+                    }
+                    Err(e) => Err(e),
                 }
-                Err(e) => Err(e),
+            } else {
+                provider.complete(&target, call.unified).await.map(|(body, head)| (Answer::Complete(body), head))
             }
-        } else {
-            provider.complete(&target, call.unified).await.map(|(body, head)| (Answer::Complete(body), head))
-        } }
+        }
         .instrument(span.clone())
         .await;
         let elapsed = started.elapsed();
@@ -247,4 +251,3 @@ fn align_quota_failure(failure: Failure, candidate: &Candidate<'_>, now: UnixMs)
         _ => failure,
     }
 }
-

@@ -31,7 +31,10 @@ enum Input {
     Many(Vec<String>),
 }
 
-pub async fn embeddings(Extension(RequestId(request_id)): Extension<RequestId>, mut incoming: Incoming) -> Result<Response, ApiError> {
+pub async fn embeddings(
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    mut incoming: Incoming,
+) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
     let request: EmbeddingsRequest = parse_json(&bytes)?;

@@ -29,7 +29,10 @@ struct ImagesRequest {
     stream: Option<bool>,
 }
 
-pub async fn images(Extension(RequestId(request_id)): Extension<RequestId>, mut incoming: Incoming) -> Result<Response, ApiError> {
+pub async fn images(
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    mut incoming: Incoming,
+) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
     let request: ImagesRequest = parse_json(&bytes)?;

@@ -19,9 +19,9 @@ use super::books::LogContext;
 use super::error::{ApiError, ErrorType};
 use crate::domain::SlotKey;
 use crate::plugin::CallDurations;
-use crate::telemetry::Histogram;
 use crate::scheduler::{Admission, probe_budget};
 use crate::state::LogRow;
+use crate::telemetry::Histogram;
 
 /// The labels of one attempt, all from configured names (no request ids or user text).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -351,10 +351,24 @@ impl Metrics {
 /// The error codes a label may carry: the gateway's own and the upstream codes clients act on.
 /// An upstream's other codes (any string it likes) are `other`, so they cannot grow the series.
 const ERROR_TYPES: &[&str] = &[
-    "bad_request", "upstream_auth", "upstream_permission", "upstream_not_found", "rate_limited",
-    "insufficient_quota", "overloaded", "upstream_server_error", "content_policy_violation",
-    "invalid_upstream_response", "stream_truncated", "unsupported", "upstream_unreachable",
-    "upstream_timeout", "client_closed", "context_length_exceeded", "content_filter", "adapter_error",
+    "bad_request",
+    "upstream_auth",
+    "upstream_permission",
+    "upstream_not_found",
+    "rate_limited",
+    "insufficient_quota",
+    "overloaded",
+    "upstream_server_error",
+    "content_policy_violation",
+    "invalid_upstream_response",
+    "stream_truncated",
+    "unsupported",
+    "upstream_unreachable",
+    "upstream_timeout",
+    "client_closed",
+    "context_length_exceeded",
+    "content_filter",
+    "adapter_error",
     "upstream_error",
 ];
 

@@ -188,8 +188,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/models", get(models::list_models))
         .route_layer(axum::middleware::from_fn_with_state(in_flight, inflight::limit));
     let app = if metrics_here { app.route("/metrics", get(metrics::scrape)) } else { app };
-    app
-        .route("/health", get(models::health))
+    app.route("/health", get(models::health))
         .merge(admin::router(gateway.clone()))
         .merge(webui::router())
         .fallback(not_found)

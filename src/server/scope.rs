@@ -90,5 +90,9 @@ fn wrong_kind(model: &str, kind: ModelKind) -> ApiError {
 }
 
 fn not_allowed(model: &str) -> ApiError {
-    ApiError::new(StatusCode::FORBIDDEN, ErrorType::ModelNotAllowed, format!("model \"{model}\" is not allowed for this key"))
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        ErrorType::ModelNotAllowed,
+        format!("model \"{model}\" is not allowed for this key"),
+    )
 }

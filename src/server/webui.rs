@@ -108,9 +108,13 @@ fn content_type(path: &str) -> &'static str {
 }
 
 fn off() -> Response {
-    ApiError::new(StatusCode::NOT_FOUND, ErrorType::InvalidRequest, "the WebUI is off: admin_token is empty in the config")
-        .code("unknown_url")
-        .into_response()
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        ErrorType::InvalidRequest,
+        "the WebUI is off: admin_token is empty in the config",
+    )
+    .code("unknown_url")
+    .into_response()
 }
 
 fn missing(path: &str) -> Response {

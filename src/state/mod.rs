@@ -16,7 +16,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{KeyName, SourceName};
-use crate::scheduler::{Binding, Loaded, Persist, Period, QuotaKey, SlotHealth, SlotKey, StateChange, Stats, UnixMs, Usage, Window};
+use crate::scheduler::{
+    Binding, Loaded, Period, Persist, QuotaKey, SlotHealth, SlotKey, StateChange, Stats, UnixMs, Usage, Window,
+};
 
 const SCHEMA_VERSION: i64 = 6;
 

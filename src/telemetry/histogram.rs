@@ -51,13 +51,8 @@ impl TypedMetric for Histogram {
 impl EncodeMetric for Histogram {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         let inner = &self.inner;
-        let buckets: Vec<(f64, u64)> = inner
-            .bounds
-            .iter()
-            .copied()
-            .chain([f64::MAX])
-            .zip(inner.counts.iter().map(|c| c.load(Relaxed)))
-            .collect();
+        let buckets: Vec<(f64, u64)> =
+            inner.bounds.iter().copied().chain([f64::MAX]).zip(inner.counts.iter().map(|c| c.load(Relaxed))).collect();
         // The count is the buckets' total, so a scrape during observations stays consistent.
         let count = buckets.iter().map(|(_, n)| n).sum();
         encoder.encode_histogram::<NoLabelSet>(f64::from_bits(inner.sum.load(Relaxed)), count, &buckets, None)

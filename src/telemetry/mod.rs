@@ -73,7 +73,9 @@ pub fn provider(config: &TelemetryConfig, runtime: tokio::runtime::Handle) -> an
 }
 
 /// The layer that turns the process's spans into OTLP spans.
-pub fn layer(provider: &SdkTracerProvider) -> Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync> {
+pub fn layer(
+    provider: &SdkTracerProvider,
+) -> Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync> {
     Box::new(tracing_opentelemetry::layer().with_tracer(provider.tracer("switchyard")))
 }
 

@@ -502,7 +502,8 @@ async fn a_lua_adapters_script_can_be_read_back_a_component_has_none() {
     let mock = MockUpstream::start().await;
     let gw = TestGateway::start(&yaml(&mock)).await;
     let admin = Admin { gw: &gw };
-    let script = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/lua/legacy.lua")).unwrap();
+    let script =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/lua/legacy.lua")).unwrap();
     let uploaded =
         admin.call(reqwest::Method::PUT, "/admin/api/adapters/upper").body(script.clone()).send().await.unwrap();
     assert_eq!(uploaded.status(), 201);

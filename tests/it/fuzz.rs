@@ -1152,10 +1152,7 @@ fn derive_everything(config: &Config) -> Result<(), String> {
         quota.period.window(now);
     }
     // As the fusion mode turns it into its per-candidate bound.
-    for fusion in config.routes.iter().filter_map(|r| match &r.mode {
-        switchyard::config::RouteMode::Fusion(f) => Some(f),
-        _ => None,
-    }) {
+    for fusion in config.routes.iter().filter_map(|r| r.mode.fusion()) {
         let _ = Duration::from_secs_f64(fusion.timeout_seconds);
     }
     match (config.body_limit_bytes, limits.memory_bytes) {

@@ -22,7 +22,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "server",
         &[
-            "domain", "config", "router", "scheduler", "provider", "plugin", "state", "logging", "logsafe", "private_fs",
+            "domain",
+            "config",
+            "router",
+            "scheduler",
+            "provider",
+            "plugin",
+            "state",
+            "logging",
+            "logsafe",
+            "private_fs",
             "telemetry",
         ],
     ),

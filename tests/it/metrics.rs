@@ -94,7 +94,10 @@ async fn a_request_served_after_a_failure_counts_as_a_failover() {
     assert_eq!(gw.chat(chat_body("shared", false)).await.status(), 200);
     let m = scrape(&gw).await;
     assert_eq!(total(&m, "switchyard_failovers_total", &[("gen_ai_request_model", "shared")]), 1.0);
-    assert_eq!(total(&m, "switchyard_attempts_total", &[("source", "a"), ("error_type", "upstream_server_error")]), 1.0);
+    assert_eq!(
+        total(&m, "switchyard_attempts_total", &[("source", "a"), ("error_type", "upstream_server_error")]),
+        1.0
+    );
     assert_eq!(total(&m, "switchyard_attempts_total", &[("source", "b"), ("error_type", "")]), 1.0);
 }
 
@@ -104,7 +107,8 @@ async fn labels_stay_bounded_whatever_clients_and_upstreams_send() {
     let gw = TestGateway::start(&crate::support::config_with(&mock_source(&mock, &["say:hi"]))).await;
     // Unknown models are refused before any attempt: they never become a label.
     for i in 0..20 {
-        let response = gw.chat(json!({"model": format!("made-up-{i}"), "messages": [{"role": "user", "content": "x"}]})).await;
+        let response =
+            gw.chat(json!({"model": format!("made-up-{i}"), "messages": [{"role": "user", "content": "x"}]})).await;
         assert_eq!(response.status(), 404);
     }
     assert_eq!(gw.chat(chat_body("say:hi", false)).await.status(), 200);

@@ -102,7 +102,9 @@ pub async fn source(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) ->
     let name = checked_name(&name)?;
     let adapter = gw.plugins.adapter(&name).ok_or_else(|| not_found("adapter", name.as_str()))?;
     let script = adapter.script().ok_or_else(|| {
-        ApiError::invalid_request(format!("`{name}` is a WebAssembly component, not a Lua script: it has no source here"))
+        ApiError::invalid_request(format!(
+            "`{name}` is a WebAssembly component, not a Lua script: it has no source here"
+        ))
     })?;
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], script.to_string()).into_response())
 }

@@ -168,7 +168,6 @@ pub async fn series(State(gw): State<Arc<Gateway>>, RawQuery(query): RawQuery) -
     Ok(Json(json!({"since_ms": since, "until_ms": until, "bucket_ms": bucket_ms, "buckets": rows})))
 }
 
-
 pub fn internal(message: String) -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorType::Api, message)
 }

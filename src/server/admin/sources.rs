@@ -17,8 +17,8 @@ use std::time::Instant;
 use crate::config::{ModelKind, RuntimeFile, Secret, SourceConfig, SourceName, SourceTemplate};
 use crate::plugin::Operation;
 use crate::provider::Target;
-use crate::server::admin::internal;
 use crate::server::Gateway;
+use crate::server::admin::internal;
 use crate::server::error::ApiError;
 
 /// A source as answers show it: its key masked, and where it comes from.

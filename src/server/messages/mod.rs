@@ -30,7 +30,10 @@ use crate::provider::ChunkStream;
 pub const ANTHROPIC: &FrontDoor =
     &FrontDoor { name: "anthropic", id_header: "request-id", render_error: encode::error_response };
 
-pub async fn messages(Extension(RequestId(request_id)): Extension<RequestId>, mut incoming: Incoming) -> Result<Response, ApiError> {
+pub async fn messages(
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    mut incoming: Incoming,
+) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
     let checked: request::MessagesRequest = parse_json(&bytes)?;

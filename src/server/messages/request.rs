@@ -206,4 +206,3 @@ pub(crate) fn image_url(source: &Value) -> Option<String> {
         _ => None,
     }
 }
-

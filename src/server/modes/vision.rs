@@ -2,14 +2,13 @@
 //! parallel and bounded, and replaced by `[Image: description]`, so a text-only model can
 //! answer. A request without images passes untouched.
 
-
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use super::Dispatcher;
 use crate::config::{ModelKind, VisionConfig, VisionFallback};
 use crate::server::auth::KeyEntry;
 use crate::server::call::{Answer, Call};
-use super::Dispatcher;
 use crate::server::error::ApiError;
 
 /// Images described at once per request.
