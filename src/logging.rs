@@ -17,8 +17,14 @@ pub const ACCESS: &str = "switchyard::access";
 /// trace exporter's layer when there is one (it sees the gateway's own spans only, debug
 /// level included: the attempt spans).
 pub fn init(format: LogFormat, traces: Option<Box<dyn Layer<Registry> + Send + Sync>>) {
+    init_at(format, traces, "info")
+}
+
+/// `init` with another level when `SWITCHYARD_LOG` is not set (the author's tools print their
+/// own report and log only warnings).
+pub fn init_at(format: LogFormat, traces: Option<Box<dyn Layer<Registry> + Send + Sync>>, default_level: &str) {
     let ours = tracing_subscriber::filter::Targets::new().with_target("switchyard", tracing::Level::DEBUG);
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG").unwrap_or_else(|_| "info".into());
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG").unwrap_or_else(|_| default_level.into());
     let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let log: Box<dyn Layer<_> + Send + Sync> = match format {
         LogFormat::Text => {

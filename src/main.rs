@@ -1,10 +1,12 @@
-//! The `switchyard` command: `switchyard [--config FILE]` serves; `switchyard check` validates.
+//! The `switchyard` command: `switchyard [--config FILE]` serves; `switchyard check` validates;
+//! `switchyard adapter new|check|test` are the adapter author's tools.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use switchyard::authoring::{self, Language};
 use switchyard::config::AdminToken;
 use switchyard::startup;
 
@@ -24,11 +26,67 @@ enum Command {
     Serve,
     /// Validate the config and load every adapter, then exit.
     Check,
+    /// Tools for adapter authors: start a project, check a component, replay recorded cases.
+    #[command(subcommand)]
+    Adapter(AdapterCommand),
+}
+
+#[derive(Subcommand)]
+enum AdapterCommand {
+    /// Write a buildable starting project for adapter NAME (the WIT included).
+    New {
+        name: String,
+        #[arg(long, value_enum)]
+        lang: Language,
+        /// Where to write it (default: ./NAME).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Load FILE (.wasm or .lua) as the gateway would; print its shape, costs and problems.
+    Check {
+        file: String,
+        /// Recorded cases; the first streamed one times the adapter per stream event.
+        #[arg(long)]
+        cases: Option<PathBuf>,
+        /// A source setting the sample request is translated with, as KEY=VALUE (repeatable).
+        #[arg(long = "setting", value_parser = key_value)]
+        settings: Vec<(String, String)>,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+    /// Replay the recorded cases in DIR through FILE (.wasm, .lua or a built-in's name), offline.
+    Test {
+        file: String,
+        #[arg(long)]
+        cases: PathBuf,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+}
+
+#[derive(clap::Args)]
+struct LimitArgs {
+    /// Memory cap per instance in MiB, as `adapters.NAME.memory_mb` would set it.
+    #[arg(long)]
+    memory_mb: Option<u32>,
+    /// CPU bound per call in ms, as `adapters.NAME.cpu_ms_per_call` would set it.
+    #[arg(long)]
+    cpu_ms: Option<u64>,
+    /// Where compiled components are cached between runs (default: ~/.cache/switchyard).
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
+    /// Compile without the cache (to time compiling).
+    #[arg(long, conflicts_with = "cache_dir")]
+    no_cache: bool,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    if let Some(Command::Adapter(command)) = cli.command {
+        switchyard::logging::init_at(Default::default(), None, "warn");
+        return runtime.block_on(adapter_command(command));
+    }
     let peek = switchyard::logging::peek(&cli.config);
     let exporter = match peek.telemetry.as_ref().map(|t| switchyard::telemetry::provider(t, runtime.handle().clone())) {
         None => None,
@@ -48,6 +106,7 @@ fn main() -> ExitCode {
     };
     match cli.command.unwrap_or(Command::Serve) {
         Command::Check => runtime.block_on(check(config)),
+        Command::Adapter(_) => unreachable!("handled before the config is read"),
         Command::Serve => {
             if let Some(t) = &peek.telemetry {
                 tracing::info!(endpoint = %t.otlp_endpoint, "exporting traces over OTLP");
@@ -60,6 +119,66 @@ fn main() -> ExitCode {
             code
         }
     }
+}
+
+async fn adapter_command(command: AdapterCommand) -> ExitCode {
+    match command {
+        AdapterCommand::New { name, lang, dir } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            match authoring::new_project(&name, lang, &dir) {
+                Ok(files) => {
+                    for file in &files {
+                        println!("wrote {}", file.display());
+                    }
+                    println!(
+                        "next: cd {} && ./build.sh, then switchyard adapter test {name}.wasm --cases cases",
+                        dir.display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        AdapterCommand::Check { file, cases, settings, limits } => match load_for_author(&file, &limits).await {
+            Ok(loaded) => {
+                let shown =
+                    std::path::Path::new(&file).file_name().map_or(file.clone(), |f| f.to_string_lossy().into());
+                if authoring::check(&loaded, &shown, cases.as_deref(), settings).await {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            Err(code) => code,
+        },
+        AdapterCommand::Test { file, cases, limits } => match load_for_author(&file, &limits).await {
+            Ok(loaded) => match authoring::test_cases(&loaded, &cases).await {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            },
+            Err(code) => code,
+        },
+    }
+}
+
+fn key_value(arg: &str) -> Result<(String, String), String> {
+    arg.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).ok_or_else(|| format!("`{arg}` is not KEY=VALUE"))
+}
+
+async fn load_for_author(file: &str, args: &LimitArgs) -> Result<authoring::Loaded, ExitCode> {
+    let limits = authoring::AuthorLimits { memory_mb: args.memory_mb, cpu_ms_per_call: args.cpu_ms };
+    let cache = if args.no_cache { None } else { args.cache_dir.clone().or_else(authoring::default_cache_dir) };
+    authoring::load(file, cache, &limits).await.map_err(|e| {
+        eprintln!("error: {file} does not load: {e}");
+        ExitCode::from(2)
+    })
 }
 
 async fn check(config: switchyard::config::LoadedConfig) -> ExitCode {

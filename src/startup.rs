@@ -53,12 +53,11 @@ pub async fn build_with_clock(
     if let Some(days) = config.log_retention_days.filter(|d| *d > 0) {
         prune_logs_hourly(store.clone(), clock.clone(), days);
     }
-    let allow_hosts = config.adapters.iter().map(|(name, p)| (name.clone(), p.allow_hosts.clone())).collect();
     let (plugins, report) = PluginHost::load(
         config.sandbox.limits(config.body_limit_bytes),
         Some(config.component_cache_dir()),
         Some(&config.adapter_dir),
-        allow_hosts,
+        config.adapter_grants(),
     )
     .await?;
     for source in &config.sources {

@@ -378,7 +378,7 @@ impl Collector<'_> {
         let data_dir: PathBuf = self.field(&top, "data_dir").unwrap_or_else(|| PathBuf::from("./data"));
         let adapter_dir: PathBuf = self.field(&top, "adapter_dir").unwrap_or_else(|| data_dir.join("adapters"));
         let cache_dir: Option<PathBuf> = self.field(&top, "cache_dir");
-        let body_limit_mb: u64 = self.field(&top, "body_limit_mb").unwrap_or(32);
+        let body_limit_mb: u64 = self.field(&top, "body_limit_mb").unwrap_or(super::DEFAULT_BODY_LIMIT_MB);
         if !(1..=MAX_BODY_LIMIT_MB).contains(&body_limit_mb) {
             self.error(
                 "body_limit_mb",
@@ -422,6 +422,7 @@ impl Collector<'_> {
         let routes: Vec<RouteConfig> = self.list(&top, "routes");
 
         self.check_sandbox(&sandbox, (body_limit_mb as usize) << 20);
+        self.check_adapter_policies(&adapter_policies, &sandbox);
         self.check_keys(&keys);
         if let Some(addr) = listen {
             self.check_public_keys(&keys, addr);
@@ -648,6 +649,47 @@ impl Collector<'_> {
                 "must be at least 1",
                 "write how many instances may exist at once, e.g. 1000",
             );
+        }
+    }
+
+    fn check_adapter_policies(
+        &mut self,
+        policies: &std::collections::BTreeMap<super::AdapterName, super::AdapterPolicy>,
+        sandbox: &SandboxConfig,
+    ) {
+        for (name, policy) in policies {
+            if policy.memory_mb.is_some_and(|mb| !(1..=4096).contains(&mb)) {
+                self.error(
+                    &format!("adapters.{name}.memory_mb"),
+                    "must be between 1 and 4096",
+                    "write this adapter's memory cap per instance in MiB (a Python adapter needs about 64)",
+                );
+            }
+            if policy.cpu_ms_per_call == Some(0) {
+                self.error(&format!("adapters.{name}.cpu_ms_per_call"), "must be at least 1", "e.g. 2000");
+            }
+            let cpu = policy.cpu_ms_per_call.unwrap_or(sandbox.cpu_ms_per_call);
+            let wall = policy.wall_ms_per_call.unwrap_or(sandbox.wall_ms_per_call);
+            if cpu as f64 > MAX_SECONDS * 1000.0 || wall as f64 > MAX_SECONDS * 1000.0 {
+                self.error(
+                    &format!("adapters.{name}.wall_ms_per_call"),
+                    "must be at most 10000000000 ms (so must cpu_ms_per_call)",
+                    "write the bound per adapter call in ms, e.g. 60000",
+                );
+            } else if wall < cpu {
+                self.error(
+                    &format!("adapters.{name}.wall_ms_per_call"),
+                    format!("{wall} ms is less than this adapter's cpu_ms_per_call ({cpu} ms)"),
+                    "raise wall_ms_per_call (here or under sandbox:) to at least the CPU bound",
+                );
+            }
+            if policy.max_instances == Some(0) {
+                self.error(
+                    &format!("adapters.{name}.max_instances"),
+                    "must be at least 1",
+                    "write how many warm instances this adapter may keep, e.g. 8",
+                );
+            }
         }
     }
 

@@ -22,7 +22,9 @@ pub use load::{LoadedConfig, load, load_runtime_str, load_str, with_runtime};
 pub use routes::{FusionConfig, FusionStrategy, RouteConfig, RouteMode, RouteProvider, VisionConfig, VisionFallback};
 pub use runtime::{AutoChains, ChainSlot, RuntimeFile, RuntimeKey, SlotConfig, SourceTemplate, merge};
 
-use crate::domain::{AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota, SandboxLimits, ScoringPolicy};
+use crate::domain::{
+    AdapterGrant, AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota, SandboxLimits, ScoringPolicy,
+};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -69,13 +71,34 @@ pub struct Config {
     pub source_templates: Vec<SourceTemplate>,
 }
 
-/// `adapters.NAME`: what the operator lets one adapter do beyond translating.
+/// `body_limit_mb` when the config leaves it out.
+pub const DEFAULT_BODY_LIMIT_MB: u64 = 32;
+
+/// `adapters.NAME`: what the operator lets one adapter do beyond translating, and limits of
+/// its own where it needs other than `sandbox:` gives every adapter.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdapterPolicy {
     /// Hosts its `http_get` / `http_post` (the host `fetch` import) may reach; none by default.
     #[serde(default)]
     pub allow_hosts: Vec<String>,
+    pub memory_mb: Option<u32>,
+    pub cpu_ms_per_call: Option<u64>,
+    pub wall_ms_per_call: Option<u64>,
+    /// Most instances its pool keeps (each holds its memory while idle).
+    pub max_instances: Option<u32>,
+}
+
+impl AdapterPolicy {
+    pub fn grant(&self) -> AdapterGrant {
+        AdapterGrant {
+            allow_hosts: self.allow_hosts.clone(),
+            memory_bytes: self.memory_mb.map(|mb| (mb as usize) << 20),
+            cpu_per_call: self.cpu_ms_per_call.map(Duration::from_millis),
+            wall_per_call: self.wall_ms_per_call.map(Duration::from_millis),
+            max_instances: self.max_instances.map(|n| n as usize),
+        }
+    }
 }
 
 /// `metrics:` — the Prometheus endpoint.
@@ -160,8 +183,20 @@ impl Config {
         self.sources.iter().find(|s| &s.name == name)
     }
 
+    /// Instances an adapter's pool may keep: its sources' summed `max_concurrent`, within the
+    /// adapter's own `max_instances`.
     pub fn adapter_concurrency(&self, adapter: &AdapterName) -> usize {
-        self.sources.iter().filter(|s| &s.adapter == adapter).map(|s| s.max_concurrent as usize).sum()
+        let wanted: usize =
+            self.sources.iter().filter(|s| &s.adapter == adapter).map(|s| s.max_concurrent as usize).sum();
+        match self.adapters.get(adapter).and_then(|p| p.max_instances) {
+            Some(cap) => wanted.min(cap as usize),
+            None => wanted,
+        }
+    }
+
+    /// What the operator grants each adapter named under `adapters:`.
+    pub fn adapter_grants(&self) -> std::collections::HashMap<AdapterName, AdapterGrant> {
+        self.adapters.iter().map(|(name, policy)| (name.clone(), policy.grant())).collect()
     }
 }
 

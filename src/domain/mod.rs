@@ -12,7 +12,7 @@ pub use clock::{Clock, ManualClock, SystemClock, UnixMs};
 pub use names::{AdapterName, GroupName, KeyName, Secret, SourceName, expose_secret, mask};
 pub use period::{Period, PeriodName, Quota, Usage};
 pub use policy::{AffinityPolicy, ChannelSelection, CooldownPolicy, ScoringPolicy};
-pub use sandbox::SandboxLimits;
+pub use sandbox::{AdapterGrant, SandboxLimits};
 pub use slot::SlotKey;
 
 /// The model name that routes by the AUTO chains.

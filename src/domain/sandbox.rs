@@ -39,3 +39,28 @@ impl SandboxLimits {
         body_bytes.saturating_mul(8).saturating_add(32 << 20)
     }
 }
+
+/// What the operator grants one adapter beyond the defaults (`adapters.NAME`): hosts it may
+/// fetch from, and limits that differ from `sandbox:` (a Python component needs more memory
+/// and CPU per call than a Rust one).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AdapterGrant {
+    pub allow_hosts: Vec<String>,
+    pub memory_bytes: Option<usize>,
+    pub cpu_per_call: Option<Duration>,
+    pub wall_per_call: Option<Duration>,
+    /// Most instances its pool keeps, whatever its sources' `max_concurrent` add up to.
+    pub max_instances: Option<usize>,
+}
+
+impl SandboxLimits {
+    /// These limits with an adapter's own in place of the defaults.
+    pub fn granted(&self, grant: &AdapterGrant) -> SandboxLimits {
+        SandboxLimits {
+            memory_bytes: grant.memory_bytes.unwrap_or(self.memory_bytes),
+            cpu_per_call: grant.cpu_per_call.unwrap_or(self.cpu_per_call),
+            wall_per_call: grant.wall_per_call.unwrap_or(self.wall_per_call),
+            ..self.clone()
+        }
+    }
+}

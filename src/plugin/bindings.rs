@@ -25,6 +25,26 @@ pub use self::switchyard::adapter::types::{
 };
 pub use exports::switchyard::adapter::adapter::{Metadata, SourceContext};
 
+impl ErrorKind {
+    /// As the WIT spells it (`rate-limit`), which is how authors write it in test cases.
+    pub fn wit_name(self) -> &'static str {
+        match self {
+            ErrorKind::BadRequest => "bad-request",
+            ErrorKind::Auth => "auth",
+            ErrorKind::Permission => "permission",
+            ErrorKind::NotFound => "not-found",
+            ErrorKind::RateLimit => "rate-limit",
+            ErrorKind::Quota => "quota",
+            ErrorKind::Overloaded => "overloaded",
+            ErrorKind::Server => "server",
+            ErrorKind::ContentPolicy => "content-policy",
+            ErrorKind::InvalidResponse => "invalid-response",
+            ErrorKind::Truncated => "truncated",
+            ErrorKind::Unsupported => "unsupported",
+        }
+    }
+}
+
 /// Everything one store (one pooled instance) owns.
 pub struct GuestState {
     pub adapter: AdapterName,
@@ -39,6 +59,8 @@ pub struct GuestState {
     pub waited_ticks: u64,
     /// The last error the guest logged (why a script did not load, say).
     pub last_error: Option<String>,
+    /// What `now-unix-ms` answers instead of the system clock (recorded test cases).
+    pub fixed_now_ms: Option<u64>,
 }
 
 impl GuestState {
@@ -58,6 +80,7 @@ impl GuestState {
             allow_hosts,
             waited_ticks: 0,
             last_error: None,
+            fixed_now_ms: None,
         }
     }
 }
@@ -82,6 +105,11 @@ pub struct MemoryLimiter {
 const POOLED_MEMORY_BYTES: usize = 32 << 20;
 
 impl MemoryLimiter {
+    /// Linear memory the instance holds now (every memory, summed).
+    pub fn bytes(&self) -> usize {
+        self.total_bytes
+    }
+
     /// Whether the instance grew past what an idle pooled instance may keep.
     pub fn is_bloated(&self) -> bool {
         self.total_bytes > POOLED_MEMORY_BYTES.min(self.max_bytes / 2)
@@ -125,6 +153,9 @@ impl self::switchyard::adapter::host::Host for GuestState {
     }
 
     fn now_unix_ms(&mut self) -> u64 {
+        if let Some(fixed) = self.fixed_now_ms {
+            return fixed;
+        }
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
     }
 

@@ -37,31 +37,39 @@ pub fn ticks_in(span: std::time::Duration) -> u64 {
     span.as_millis().div_ceil(EPOCH_TICK.as_millis()) as u64 + 1
 }
 
-pub fn build_engine(limits: &SandboxLimits) -> wasmtime::Result<Engine> {
+/// Builds the engine. The pool's per-component shape fits what real toolchains emit: a Rust
+/// or C component has a few core instances, componentize-js 3, componentize-py 38 (CPython
+/// and its extension modules, dynamically linked); tables and memories are counted per core
+/// module, one each. `max_memory_bytes` is the largest cap any adapter is granted.
+pub fn build_engine(limits: &SandboxLimits, max_memory_bytes: usize) -> wasmtime::Result<Engine> {
+    let slots = limits.pool_slots;
     let mut pool = PoolingAllocationConfig::default();
-    pool.total_component_instances(limits.pool_slots)
-        // A wasip2 Rust component holds a few core instances (main module + adapter shims).
-        .max_core_instances_per_component(8)
-        .total_core_instances(limits.pool_slots * 8)
-        .max_memories_per_component(2)
-        .total_memories(limits.pool_slots * 2)
-        .max_tables_per_component(4)
-        .total_tables(limits.pool_slots * 4)
-        .total_stacks(limits.pool_slots)
-        .max_memory_size(limits.memory_bytes);
+    pool.total_component_instances(slots)
+        .max_core_instances_per_component(MAX_CORE_INSTANCES)
+        // A counter, not a reservation: allow every slot a full component.
+        .total_core_instances(slots.saturating_mul(MAX_CORE_INSTANCES))
+        .max_memories_per_component(4)
+        .total_memories(slots.saturating_mul(2))
+        .max_tables_per_component(MAX_CORE_INSTANCES)
+        .total_tables(slots.saturating_mul(4))
+        .total_stacks(slots)
+        .max_memory_size(max_memory_bytes);
 
     let mut config = Config::new();
     config
         .epoch_interruption(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
         // Reserve just the cap: thousands of slots stay cheap in address space.
-        .memory_reservation(limits.memory_bytes as u64)
+        .memory_reservation(max_memory_bytes as u64)
         .memory_reservation_for_growth(0)
         .max_wasm_stack(512 << 10)
         // Lua's error handling (setjmp/longjmp) compiles to wasm exceptions.
         .wasm_exceptions(true);
     Engine::new(&config)
 }
+
+/// Core instances one component may hold: componentize-py's 38 with room to spare.
+pub const MAX_CORE_INSTANCES: u32 = 64;
 
 /// Advances the engine's epoch on a background thread; stops when dropped.
 pub struct EpochTicker {

@@ -20,7 +20,7 @@ use arc_swap::ArcSwap;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
-pub use crate::domain::SandboxLimits;
+pub use crate::domain::{AdapterGrant, SandboxLimits};
 pub use bindings::{
     ErrorKind, GuestError, HttpRequest, HttpResponse, Metadata, Operation, SourceContext, StreamEvent, StreamFraming,
     StreamOutput,
@@ -34,6 +34,7 @@ pub use session::{AdapterSession, GuestResult};
 use bindings::{AdapterWorld, AdapterWorldPre, GuestState};
 use cache::ComponentCache;
 use engine::EpochTicker;
+pub use engine::MAX_CORE_INSTANCES;
 use pool::{Instance, InstancePool};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -135,6 +136,16 @@ impl Adapter {
 
     /// Checks out an instance (warm if one is idle) and opens a guest session on it.
     pub async fn open_session(self: &Arc<Self>, context: &SourceContext) -> Result<AdapterSession, SandboxError> {
+        self.open_session_at(context, None).await
+    }
+
+    /// `open_session` with the guest's clock fixed at `now_ms` for the whole session (recorded
+    /// test cases replay with the time they were written with).
+    pub async fn open_session_at(
+        self: &Arc<Self>,
+        context: &SourceContext,
+        now_ms: Option<u64>,
+    ) -> Result<AdapterSession, SandboxError> {
         let permit =
             self.pool.acquire(CHECKOUT_WAIT).await.ok_or_else(|| {
                 self.sandbox_error(GuestCall::OpenSession, SandboxCause::PoolExhausted(CHECKOUT_WAIT))
@@ -152,11 +163,30 @@ impl Adapter {
             },
             None => self.instantiate().await?,
         };
+        instance.store.data_mut().fixed_now_ms = now_ms;
         instance.store.set_epoch_deadline(self.limits.deadline_ticks());
         let opened =
             instance.world.switchyard_adapter_adapter().session().call_constructor(&mut instance.store, context).await;
         match opened {
             Ok(resource) => Ok(AdapterSession::new(self.clone(), instance, resource, permit)),
+            Err(e) => Err(self.sandbox_error(GuestCall::OpenSession, self.trap_cause(&e, instance.store.data()))),
+        }
+    }
+
+    /// The limits its instances run under (the defaults with the operator's grant).
+    pub fn limits(&self) -> &SandboxLimits {
+        &self.limits
+    }
+
+    /// Opens a session on a new instance, never a pooled one, and times it (`adapter check`).
+    pub async fn cold_start(self: &Arc<Self>, context: &SourceContext) -> Result<std::time::Duration, SandboxError> {
+        let started = std::time::Instant::now();
+        let mut instance = self.instantiate().await?;
+        instance.store.set_epoch_deadline(self.limits.deadline_ticks());
+        let opened =
+            instance.world.switchyard_adapter_adapter().session().call_constructor(&mut instance.store, context).await;
+        match opened {
+            Ok(_) => Ok(started.elapsed()),
             Err(e) => Err(self.sandbox_error(GuestCall::OpenSession, self.trap_cause(&e, instance.store.data()))),
         }
     }
@@ -208,8 +238,8 @@ pub struct LoadWarning {
 /// The engine, the linker, and every adapter by name.
 pub struct PluginHost {
     engine: Engine,
-    /// Hosts each adapter may reach through `fetch` (config `adapters.NAME.allow_hosts`).
-    allow_hosts: HashMap<AdapterName, Arc<[String]>>,
+    /// What the operator grants each adapter (config `adapters.NAME`): hosts and limits.
+    grants: HashMap<AdapterName, AdapterGrant>,
     linker: Linker<GuestState>,
     limits: Arc<SandboxLimits>,
     cache: ComponentCache,
@@ -244,16 +274,17 @@ impl PluginHost {
         limits: SandboxLimits,
         cache_dir: Option<PathBuf>,
         adapter_dir: Option<&Path>,
-        allow_hosts: HashMap<AdapterName, Vec<String>>,
+        grants: HashMap<AdapterName, AdapterGrant>,
     ) -> anyhow::Result<(PluginHost, LoadReport)> {
-        let engine =
-            engine::build_engine(&limits).map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e}"))?;
+        let max_memory = grants.values().filter_map(|g| g.memory_bytes).fold(limits.memory_bytes, usize::max);
+        let engine = engine::build_engine(&limits, max_memory)
+            .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e}"))?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| anyhow::anyhow!("linking WASI: {e}"))?;
         AdapterWorld::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |state| state)
             .map_err(|e| anyhow::anyhow!("linking host imports: {e}"))?;
         let mut host = PluginHost {
-            allow_hosts: allow_hosts.into_iter().map(|(name, hosts)| (name, hosts.into())).collect(),
+            grants,
             cache: ComponentCache::new(cache_dir, &engine),
             _ticker: EpochTicker::start(&engine),
             engine,
@@ -342,7 +373,8 @@ impl PluginHost {
                 pre
             }
         };
-        let allow_hosts = self.allow_hosts.get(&name).cloned().unwrap_or_else(|| Arc::from(Vec::new()));
+        let grant = self.grants.get(&name).cloned().unwrap_or_default();
+        let limits = Arc::new(self.limits.granted(&grant));
         let mut adapter = Adapter {
             name,
             origin,
@@ -352,11 +384,11 @@ impl PluginHost {
                 protocol: String::new(),
                 stream_framing: StreamFraming::Sse,
             },
-            allow_hosts,
+            allow_hosts: grant.allow_hosts.into(),
             script,
             pre,
             engine: self.engine.clone(),
-            limits: self.limits.clone(),
+            limits,
             pool: InstancePool::new(1),
             call_times: CallTimes::default(),
         };
@@ -380,7 +412,18 @@ impl PluginHost {
     /// Checks `wasm` as a `name` adapter (compiles it, instantiates it, asks it to describe
     /// itself) without putting it in use.
     pub async fn check(&self, name: &AdapterName, origin: AdapterOrigin, wasm: &[u8]) -> Result<Arc<Adapter>, String> {
-        self.compile(name.clone(), origin, wasm, None, &mut LoadReport::default()).await.map(Arc::new)
+        self.check_reporting(name, origin, wasm, &mut LoadReport::default()).await
+    }
+
+    /// `check`, saying in `report` whether the compiled component came from the cache.
+    pub async fn check_reporting(
+        &self,
+        name: &AdapterName,
+        origin: AdapterOrigin,
+        wasm: &[u8],
+        report: &mut LoadReport,
+    ) -> Result<Arc<Adapter>, String> {
+        self.compile(name.clone(), origin, wasm, None, report).await.map(Arc::new)
     }
 
     /// Checks a Lua script as adapter `name`: it loads in the Lua-compat component and its

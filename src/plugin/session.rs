@@ -42,6 +42,11 @@ impl AdapterSession {
         &self.adapter
     }
 
+    /// Linear memory its instance holds now: what the instance keeps while pooled.
+    pub fn memory_bytes(&self) -> usize {
+        self.instance.as_ref().map_or(0, |i| i.store.data().limiter.bytes())
+    }
+
     pub async fn transform_request(&mut self, unified: &str) -> GuestResult<HttpRequest> {
         let (store, world, session, wall) = self.enter(GuestCall::TransformRequest, unified.len())?;
         let result =

@@ -46,6 +46,17 @@ pub fn events(response: reqwest::Response, framing: StreamFraming) -> EventStrea
     .boxed()
 }
 
+/// Splits a whole recorded body into events, as `events` would while it arrived.
+pub fn split(body: &[u8], framing: StreamFraming) -> Result<Vec<StreamEvent>, FrameError> {
+    let mut decoder = Decoder::new(framing, MAX_LINE_BYTES, MAX_EVENT_BYTES);
+    decoder.push(Bytes::copy_from_slice(body));
+    let mut out = Vec::new();
+    while let Some(event) = decoder.next_event(true)? {
+        out.push(event);
+    }
+    Ok(out)
+}
+
 /// Incremental, linear-time line splitter and SSE event assembler.
 pub struct Decoder {
     framing: StreamFraming,
@@ -90,8 +101,9 @@ impl Decoder {
         }
     }
 
-    /// The next complete event, if the bytes so far hold one. `ended`: the body is over, so a
-    /// last line without its line end (and an event without its blank line) still counts.
+    /// The next complete event, if the bytes so far hold one. `ended`: the body is over, so an
+    /// SSE event without its blank line still counts (its lines complete), and so does a last
+    /// NDJSON line without its line end; an SSE line cut short does not.
     pub fn next_event(&mut self, ended: bool) -> Result<Option<StreamEvent>, FrameError> {
         if self.failed {
             return Ok(None);
@@ -123,6 +135,12 @@ impl Decoder {
                 let ending = self.buf[0];
                 self.buf.advance(1);
                 (line, Some(ending))
+            }
+            // An SSE stream cut inside a line is cut: the spec drops an unfinished event, and a
+            // half line read as data would be an "invalid" chunk rather than a truncated stream.
+            None if ended && !self.buf.is_empty() && self.framing == StreamFraming::Sse => {
+                self.buf.clear();
+                return Ok(None);
             }
             None if ended && !self.buf.is_empty() => (self.buf.split(), None),
             None => {
@@ -232,12 +250,20 @@ mod tests {
 
     #[test]
     fn sse_fields_comments_and_line_endings() {
-        let body = ": keep-alive\r\nevent: ping\r\ndata: {}\r\n\r\ndata: a\ndata:b\n\nid: 7\nretry: 10\n\ndata: c\r\rdata: last";
+        let body = ": keep-alive\r\nevent: ping\r\ndata: {}\r\n\r\ndata: a\ndata:b\n\nid: 7\nretry: 10\n\ndata: c\r\rdata: last\n";
         let pairs = |v: &[(&str, &str)]| v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
         assert_eq!(
             whole(StreamFraming::Sse, body),
             pairs(&[("ping", "{}"), ("message", "a\nb"), ("message", "c"), ("message", "last")])
         );
+    }
+
+    #[test]
+    fn an_sse_stream_cut_inside_a_line_drops_the_half_line() {
+        let events = whole(StreamFraming::Sse, "data: {\"a\":1}\n\ndata: {\"type\":\"message_del");
+        assert_eq!(events.iter().map(|e| e.1.as_str()).collect::<Vec<_>>(), ["{\"a\":1}"]);
+        let events = whole(StreamFraming::Sse, "data: one\ndata: two\ndata: thr");
+        assert_eq!(events.iter().map(|e| e.1.as_str()).collect::<Vec<_>>(), ["one\ntwo"], "complete lines still count");
     }
 
     #[test]

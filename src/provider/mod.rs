@@ -14,6 +14,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use error::{AttemptError, TimeoutPhase};
+pub use framing::{FrameError, split as split_events};
 pub use stream::{ChunkStream, OnEnd, StreamEnd};
 pub use tally::{Tally, prompt_estimate};
 

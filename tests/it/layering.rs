@@ -35,6 +35,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "telemetry",
         ],
     ),
+    ("authoring", &["domain", "config", "plugin", "provider"]),
     ("startup", &["domain", "config", "plugin", "scheduler", "server", "state", "private_fs"]),
 ];
 

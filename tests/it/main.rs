@@ -5,10 +5,12 @@ mod support;
 
 mod admin;
 mod anthropic_upstream;
+mod authoring;
 mod chat;
 mod config_check;
 mod deepseek_upstream;
 mod embeddings;
+mod examples;
 mod failover;
 mod faults;
 mod fuzz;

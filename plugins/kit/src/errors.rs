@@ -18,13 +18,64 @@ pub fn upstream_error(response: &HttpResponse) -> AdapterError {
         let trimmed = body.trim();
         if trimmed.is_empty() { format!("upstream returned HTTP {}", response.status) } else { truncate(trimmed, 512) }
     });
+    let google = parsed.as_ref().map(google_details).unwrap_or_default();
+    let mut kind = classify(response.status, google.reason.as_deref().or(code.as_deref()), &message);
+    // Google words every 429 as "exceeded your current quota"; a per-minute limit, or one it
+    // says to retry after, is a rate limit that lifts in seconds, not a spent quota.
+    if kind == ErrorKind::Quota && response.status == 429 && !google.per_day && (google.per_minute || google.retry_delay_ms.is_some())
+    {
+        kind = ErrorKind::RateLimit;
+    }
     AdapterError {
-        kind: classify(response.status, code.as_deref(), &message),
+        kind,
         message,
         status: Some(response.status),
-        retry_after_ms: header(&response.headers, "retry-after").and_then(parse_retry_after_ms),
-        code: own_code,
+        retry_after_ms: header(&response.headers, "retry-after")
+            .and_then(parse_retry_after_ms)
+            .or(google.retry_delay_ms),
+        code: own_code.or(google.reason),
     }
+}
+
+/// What Google's `error.details` say (Gemini, Vertex): the `ErrorInfo` reason, `RetryInfo`'s
+/// delay, and which limits a `QuotaFailure` names.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct GoogleDetails {
+    pub reason: Option<String>,
+    pub retry_delay_ms: Option<u64>,
+    pub per_minute: bool,
+    pub per_day: bool,
+}
+
+pub fn google_details(value: &serde_json::Value) -> GoogleDetails {
+    let mut out = GoogleDetails::default();
+    let details = value.get("error").and_then(|e| e.get("details")).and_then(|d| d.as_array());
+    // Bounded: a hostile body may list anything; the first few details say what matters.
+    for detail in details.into_iter().flatten().take(16) {
+        match detail.get("@type").and_then(|t| t.as_str()).unwrap_or_default() {
+            t if t.ends_with("google.rpc.ErrorInfo") => {
+                out.reason = detail.get("reason").and_then(|r| r.as_str()).map(|r| truncate(r, 64));
+            }
+            t if t.ends_with("google.rpc.RetryInfo") => {
+                out.retry_delay_ms = detail.get("retryDelay").and_then(|d| d.as_str()).and_then(parse_duration_ms);
+            }
+            t if t.ends_with("google.rpc.QuotaFailure") => {
+                let violations = detail.get("violations").and_then(|v| v.as_array());
+                for violation in violations.into_iter().flatten().take(16) {
+                    let id = violation.get("quotaId").and_then(|q| q.as_str()).unwrap_or_default();
+                    out.per_minute |= id.contains("PerMinute");
+                    out.per_day |= id.contains("PerDay");
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A protobuf JSON duration (`"26s"`, `"1.5s"`) in milliseconds.
+fn parse_duration_ms(value: &str) -> Option<u64> {
+    parse_retry_after_ms(value.strip_suffix('s')?)
 }
 
 /// Pulls `message` and `type`/`code` out of the error bodies upstreams send:
@@ -52,6 +103,13 @@ pub fn classify(status: u16, code: Option<&str>, message: &str) -> ErrorKind {
         || code.contains("resource_exhausted") && message.contains("quota")
         || message.contains("exceeded your current quota")
         || code.contains("billing");
+    if code.contains("api_key_invalid") || message.contains("api key not valid") {
+        return ErrorKind::Auth;
+    }
+    // Anthropic answers an account out of credit with a 400 invalid_request_error.
+    if message.contains("credit balance is too low") {
+        return ErrorKind::Quota;
+    }
     if code.contains("content_filter")
         || code.contains("content_policy")
         || message.contains("content management policy")
@@ -110,6 +168,24 @@ mod tests {
     }
 
     #[test]
+    fn reads_googles_error_details() {
+        let no_header = |status: u16, body: &str| HttpResponse { status, headers: vec![], body: body.as_bytes().to_vec() };
+        let per_minute = r#"{"error":{"code":429,"message":"You exceeded your current quota","status":"RESOURCE_EXHAUSTED",
+            "details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateContentInputTokensPerModelPerMinute-FreeTier"}]},
+                       {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}"#;
+        let e = upstream_error(&no_header(429, per_minute));
+        assert_eq!((e.kind, e.retry_after_ms), (ErrorKind::RateLimit, Some(26_000)));
+        let per_day = per_minute.replace("PerMinute", "PerDay");
+        assert_eq!(upstream_error(&no_header(429, &per_day)).kind, ErrorKind::Quota, "a daily quota stays spent");
+        let bare = r#"{"error":{"code":429,"message":"You exceeded your current quota","status":"RESOURCE_EXHAUSTED"}}"#;
+        assert_eq!(upstream_error(&no_header(429, bare)).kind, ErrorKind::Quota);
+        let bad_key = r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT",
+            "details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}"#;
+        let e = upstream_error(&no_header(400, bad_key));
+        assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::Auth, Some("API_KEY_INVALID")));
+    }
+
+    #[test]
     fn reads_the_error_bodies_upstreams_send() {
         let e = upstream_error(&response(
             429,
@@ -127,6 +203,11 @@ mod tests {
         assert_eq!(upstream_error(&response(500, "")).message, "upstream returned HTTP 500");
         assert_eq!(upstream_error(&response(404, r#"{"error":"model not found"}"#)).message, "model not found");
         assert_eq!(parse_retry_after_ms("1.5"), Some(1500));
+        let e = upstream_error(&response(
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API."}}"#,
+        ));
+        assert_eq!(e.kind, ErrorKind::Quota, "an account out of credit");
         assert_eq!(parse_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT"), None);
     }
 }

@@ -1,0 +1,209 @@
+//! The adapter author's side: `switchyard adapter new|check|test` run as the real binary, the
+//! built-in adapters' recorded cases, starting projects in every language built from scratch,
+//! and per-adapter limits (`adapters.NAME`) that replace the sandbox's defaults.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::gateway::shared_cache;
+use crate::support::{MockUpstream, TestGateway, chat_body, config_with, guest_wasm};
+
+pub fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// Runs the real binary with `args`; (exit code, stdout, stderr).
+pub fn switchyard(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard")).args(args).env("SWITCHYARD_LOG", "warn").output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `switchyard adapter test TARGET --cases DIR` with the tests' shared compile cache.
+pub fn adapter_test(target: &str, cases: &Path) -> (i32, String) {
+    let cache = shared_cache().display().to_string();
+    let (code, out, err) =
+        switchyard(&["adapter", "test", target, "--cases", &cases.display().to_string(), "--cache-dir", &cache]);
+    (code, format!("{out}{err}"))
+}
+
+#[test]
+fn the_built_in_adapters_pass_their_recorded_cases() {
+    for name in ["openai", "anthropic", "gemini", "ollama", "deepseek"] {
+        let cases = repo(&format!("plugins/{name}/cases"));
+        let (code, out) = adapter_test(name, &cases);
+        assert_eq!(code, 0, "{name}:\n{out}");
+        let summary = out.lines().last().unwrap_or_default();
+        let count: usize = summary.split(' ').next().unwrap().parse().unwrap_or(0);
+        assert!(count >= 4 && summary.ends_with(" 0 failed"), "{name}: {summary}");
+    }
+}
+
+#[test]
+fn a_failing_case_names_each_difference_by_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = serde_json::json!({
+        "about": "a deliberately wrong expectation",
+        "request": {"model": "m", "messages": [{"role": "user", "content": "Hi"}]},
+        "upstream_request": {"url": "https://api.example.com/v1/chat/completions",
+                             "headers": {"authorization": "Bearer other-key"},
+                             "body": {"model": "model-x", "messages": [{"role": "user", "content": "Hi"}], "extra": 1}},
+        "upstream_response": {"status": 429, "headers": {"retry-after": "7"},
+                              "body": {"error": {"message": "slow down", "type": "rate_limit_error"}}},
+        "expect_error": {"kind": "overloaded", "retry_after_ms": 7000}
+    });
+    std::fs::write(dir.path().join("wrong.json"), case.to_string()).unwrap();
+    std::fs::write(dir.path().join("broken.json"), "{\"request\": ").unwrap();
+    let (code, out) = adapter_test("openai", dir.path());
+    assert_eq!(code, 1, "{out}");
+    for expected in [
+        "FAIL",
+        "broken.json: not a valid case",
+        "wrong.json: a deliberately wrong expectation",
+        "upstream url: expected https://api.example.com/v1/chat/completions, got https://api.example.com/chat/completions",
+        "upstream header authorization: expected \"Bearer other-key\", got Bearer test-key",
+        "upstream body $.extra: missing (expected 1)",
+        "adapter error: kind rate-limit (expected overloaded)",
+        "2 cases: 0 passed, 2 failed",
+    ] {
+        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
+    }
+    assert!(!out.contains("retry_after_ms"), "the retry-after matched (7 s): {out}");
+}
+
+#[test]
+fn check_reports_shape_costs_and_problems() {
+    let (code, out, err) = switchyard(&[
+        "adapter",
+        "check",
+        "anthropic",
+        "--cases",
+        &repo("plugins/anthropic/cases").display().to_string(),
+        "--cache-dir",
+        &shared_cache().display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    for line in
+        ["protocol  anthropic-messages", "shape     core modules", "cold ", "per call ", "memory ", "per event "]
+    {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+    // A file named unlike what describe() says, with too little memory for what it starts with.
+    let dir = tempfile::tempdir().unwrap();
+    let misnamed = dir.path().join("renamed.wasm");
+    std::fs::copy(guest_wasm("hostile"), &misnamed).unwrap();
+    let (code, out, _) = switchyard(&["adapter", "check", &misnamed.display().to_string(), "--memory-mb", "2"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "problem   describe() names it `hostile`, but the gateway knows an adapter by its file name (`renamed`)"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("over half the memory cap (2 MiB)"), "{out}");
+    // Not a component at all.
+    let module = dir.path().join("core.wasm");
+    std::fs::write(&module, b"\0asm\x01\0\0\0").unwrap();
+    let (code, _, err) = switchyard(&["adapter", "check", &module.display().to_string(), "--no-cache"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a valid WebAssembly component"), "{err}");
+}
+
+#[test]
+fn adapter_limits_are_checked_by_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "data_dir: {}\nadapters:\n  slow:\n    memory_mb: 0\n    cpu_ms_per_call: 2000\n    wall_ms_per_call: 1000\n    max_instances: 0\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = switchyard(&["check", "--config", &file.display().to_string()]);
+    assert_eq!(code, 2, "{err}");
+    for expected in [
+        "adapters.slow.memory_mb: must be between 1 and 4096",
+        "adapters.slow.wall_ms_per_call: 1000 ms is less than this adapter's cpu_ms_per_call (2000 ms)",
+        "adapters.slow.max_instances: must be at least 1",
+    ] {
+        assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
+    }
+}
+
+/// The hostile guest's failures on `grow` and `loop`, on a gateway with `grants` under `adapters:`.
+async fn hostile_failures(mock: &MockUpstream, grants: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("adapters")).unwrap();
+    std::fs::copy(guest_wasm("hostile"), dir.path().join("adapters/hostile.wasm")).unwrap();
+    let yaml = config_with(&format!(
+        "body_limit_mb: 1\nsandbox: {{memory_mb: 40, cpu_ms_per_call: 300}}\nadapters: {{{grants}}}\n\
+         sources:\n  - {{name: evil, base_url: '{}', adapter: hostile, models: [{{name: grow}}, {{name: loop}}]}}\n",
+        mock.url
+    ));
+    let gw = TestGateway::start_in(dir, &yaml).await;
+    let mut seen = Vec::new();
+    for model in ["grow", "loop"] {
+        let response = gw.chat(chat_body(model, false)).await;
+        assert_eq!(response.status(), 502, "{model}");
+        let body: Value = response.json().await.unwrap();
+        seen.push(body["error"]["message"].as_str().unwrap_or_default().to_string());
+    }
+    seen
+}
+
+#[tokio::test]
+async fn an_adapters_own_limits_replace_the_sandbox_defaults() {
+    let mock = MockUpstream::start().await;
+    let defaults = hostile_failures(&mock, "").await;
+    assert!(defaults[0].contains("memory cap of 40 MiB"), "{}", defaults[0]);
+    assert!(defaults[1].contains("CPU bound of 300 ms"), "{}", defaults[1]);
+    let granted = hostile_failures(&mock, "hostile: {memory_mb: 80, cpu_ms_per_call: 1000}").await;
+    assert!(granted[0].contains("memory cap of 80 MiB"), "{}", granted[0]);
+    assert!(granted[1].contains("CPU bound of 1000 ms"), "{}", granted[1]);
+}
+
+/// `adapter new` in every language writes a project that builds with that language's pinned
+/// toolchain and passes its own case; the WIT it carries is the gateway's.
+#[test]
+fn new_projects_in_every_language_build_and_pass_their_case() {
+    let wit = std::fs::read_to_string(repo("wit/adapter.wit")).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    for lang in ["c", "js", "python", "rust"] {
+        let dir = root.path().join(lang);
+        let name = format!("starter-{lang}");
+        let (code, out, err) =
+            switchyard(&["adapter", "new", &name, "--lang", lang, "--dir", &dir.display().to_string()]);
+        assert_eq!(code, 0, "{lang}: {out}{err}");
+        assert_eq!(std::fs::read_to_string(dir.join("wit/adapter.wit")).unwrap(), wit, "{lang}");
+        let build = Command::new(dir.join("build.sh"))
+            // The Rust starter shares one target folder across runs; the others install their pinned tools.
+            .env("CARGO_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("starter-rust"))
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_BUILD_TARGET")
+            // The C starter's bindings generator, installed by examples/adapters/build.sh.
+            .env("WIT_BINDGEN", repo("target/tools/bin/wit-bindgen"))
+            .output()
+            .unwrap();
+        assert!(
+            build.status.success(),
+            "{lang} build:\n{}{}",
+            String::from_utf8_lossy(&build.stdout),
+            String::from_utf8_lossy(&build.stderr)
+        );
+        let wasm = dir.join(format!("{name}.wasm"));
+        assert!(wasm.exists(), "{lang}: {} was not built", wasm.display());
+        let (code, out) = adapter_test(&wasm.display().to_string(), &dir.join("cases"));
+        assert_eq!(code, 0, "{lang}:\n{out}");
+    }
+    let (code, _, err) = switchyard(&["adapter", "new", "Bad_Name", "--lang", "js"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot name an adapter"), "{err}");
+}
