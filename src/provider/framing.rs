@@ -140,6 +140,7 @@ impl Decoder {
             // half line read as data would be an "invalid" chunk rather than a truncated stream.
             None if ended && !self.buf.is_empty() && self.framing == StreamFraming::Sse => {
                 self.buf.clear();
+                self.scanned = 0;
                 return Ok(None);
             }
             None if ended && !self.buf.is_empty() => (self.buf.split(), None),
