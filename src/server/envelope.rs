@@ -54,7 +54,11 @@ async fn envelope(door: &'static FrontDoor, mut request: Request, next: Next) ->
             let ms = started.elapsed().as_millis() as u64;
             tracing::info!(target: crate::logging::ACCESS, status = e.status.as_u16(), ms, kind = e.kind.as_str(), "refused: {}", e.message)
         });
+        let retry_after = e.retry_after_header();
         response = (door.render_error)(e);
+        if let Some(value) = retry_after {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
+        }
     }
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(door.id_header, value);

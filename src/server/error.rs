@@ -58,11 +58,13 @@ pub struct ApiError {
     pub code: Option<Cow<'static, str>>,
     pub param: Option<String>,
     pub message: String,
+    /// When the client may try again (an upstream's Retry-After), sent as `Retry-After`.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, kind: ErrorType, message: impl Into<String>) -> Self {
-        ApiError { status, kind, code: None, param: None, message: message.into() }
+        ApiError { status, kind, code: None, param: None, message: message.into(), retry_after: None }
     }
 
     pub fn code(mut self, code: impl Into<Cow<'static, str>>) -> Self {
@@ -73,6 +75,18 @@ impl ApiError {
     pub fn param(mut self, param: impl Into<String>) -> Self {
         self.param = Some(param.into());
         self
+    }
+
+    pub fn retry_after(mut self, wait: Option<std::time::Duration>) -> Self {
+        self.retry_after = wait;
+        self
+    }
+
+    /// The `Retry-After` header for this error, in whole seconds rounded up.
+    pub fn retry_after_header(&self) -> Option<axum::http::HeaderValue> {
+        let wait = self.retry_after?;
+        let seconds = wait.as_millis().div_ceil(1000).max(1);
+        axum::http::HeaderValue::from_str(&seconds.to_string()).ok()
     }
 
     pub fn invalid_request(message: impl Into<String>) -> Self {
@@ -89,6 +103,9 @@ impl IntoResponse for ApiError {
     /// door's envelope renders it in its own protocol instead.
     fn into_response(self) -> Response {
         let mut response = (self.status, axum::Json(self.body())).into_response();
+        if let Some(value) = self.retry_after_header() {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
+        }
         response.extensions_mut().insert(self);
         response
     }
@@ -114,7 +131,7 @@ impl From<&AttemptError> for ApiError {
             AttemptError::Timeout { .. } => {
                 ApiError::new(StatusCode::GATEWAY_TIMEOUT, ErrorType::Upstream, message).code("upstream_timeout")
             }
-            AttemptError::Upstream { kind, status, message, code: upstream_code, .. } => {
+            AttemptError::Upstream { kind, status, message, code: upstream_code, retry_after, .. } => {
                 let (fallback, kind_name, code) = upstream_kind(*kind);
                 // The upstream's own code (`context_length_exceeded`, `content_filter`) when it
                 // gave one: clients act on it.
@@ -123,7 +140,7 @@ impl From<&AttemptError> for ApiError {
                     .and_then(|s| StatusCode::from_u16(s).ok())
                     .filter(|s| s.is_client_error() || s.is_server_error())
                     .unwrap_or(fallback);
-                ApiError::new(status, kind_name, message.clone()).code(code)
+                ApiError::new(status, kind_name, message.clone()).code(code).retry_after(*retry_after)
             }
         }
     }

@@ -167,7 +167,9 @@ async fn upstream_errors_keep_their_status_and_never_leak_the_upstream_key() {
     let mock = MockUpstream::start().await;
     let gw = gateway(&mock).await;
 
-    let (status, body) = error_of(gw.chat(chat_body("error-429", false)).await).await;
+    let response = gw.chat(chat_body("error-429", false)).await;
+    assert_eq!(response.headers()["retry-after"], "20", "the upstream's Retry-After reaches the client");
+    let (status, body) = error_of(response).await;
     assert_eq!(status, 429);
     assert_eq!(body["error"]["type"], "rate_limit_error");
     assert!(body["error"]["message"].as_str().unwrap().starts_with("Rate limit reached"), "{body}");

@@ -8,7 +8,7 @@ use crate::support::{KEY, MockUpstream, TestGateway, anthropic_events, assemble,
 
 async fn gateway(mock: &MockUpstream) -> TestGateway {
     let sources = format!(
-        "sources:\n  - name: oai\n    base_url: {url}\n    models: [{{name: gpt, upstream: fixture}}, {{name: gpt-tools, upstream: tools}}]\n  - name: claude\n    base_url: {url}\n    adapter: anthropic\n    models: [{{name: claude, upstream: claude-text}}, {{name: claude-tools, upstream: claude-tools}}]\n  - name: local\n    base_url: {root}\n    adapter: ollama\n    models: [{{name: llama-tools}}]\n  - name: google\n    base_url: {root}/v1beta\n    adapter: gemini\n    models: [{{name: gemini-tools}}]\n",
+        "sources:\n  - name: oai\n    base_url: {url}\n    models: [{{name: gpt, upstream: fixture}}, {{name: gpt-tools, upstream: tools}}, {{name: gpt-limited, upstream: error-429}}]\n  - name: claude\n    base_url: {url}\n    adapter: anthropic\n    models: [{{name: claude, upstream: claude-text}}, {{name: claude-tools, upstream: claude-tools}}]\n  - name: local\n    base_url: {root}\n    adapter: ollama\n    models: [{{name: llama-tools}}]\n  - name: google\n    base_url: {root}/v1beta\n    adapter: gemini\n    models: [{{name: gemini-tools}}]\n",
         url = mock.url,
         root = mock.url.trim_end_matches("/v1")
     );
@@ -135,6 +135,11 @@ async fn errors_come_back_in_anthropic_format() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["type"], "invalid_request_error");
     assert!(body["error"]["message"].as_str().unwrap().contains("messages[0].role"), "{body}");
+
+    let response = post_messages(&gw, &anthropic_request("gpt-limited", false)).await;
+    assert_eq!(response.status(), 429);
+    assert_eq!(response.headers()["retry-after"], "20", "the upstream's Retry-After, whatever the front door");
+    assert_eq!(response.json::<Value>().await.unwrap()["error"]["type"], "rate_limit_error");
 }
 
 /// What one cell of the matrix produced, in protocol-neutral terms.
