@@ -14,4 +14,5 @@ pub mod scheduler;
 pub mod server;
 pub mod startup;
 pub mod state;
+pub mod telegram;
 pub mod telemetry;

@@ -233,6 +233,12 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
         Ok((addr, handle)) => {
             tracing::info!("switchyard listening on http://{addr}");
             announce_webui(&gateway.base.admin_token, addr);
+            if let Some(telegram) = &gateway.base.telegram {
+                let bot =
+                    switchyard::telegram::Bot::new(gateway.clone(), telegram, Arc::new(switchyard::telegram::Sleep));
+                Arc::new(bot).spawn();
+                tracing::info!(chats = telegram.allowed_chats.len(), "telegram bot started (long polling)");
+            }
             let served = handle.await;
             // What the writer has not committed yet is in the journal anyway; committing it
             // now spares the next start a replay.

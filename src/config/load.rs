@@ -98,6 +98,7 @@ const TOP_LEVEL: &[&str] = &[
     "log_retention_days",
     "log_format",
     "telemetry",
+    "telegram",
     "metrics",
     "adapters",
     "keys",
@@ -415,6 +416,10 @@ impl Collector<'_> {
                 self.error("telemetry.sample_ratio", "must be between 0 and 1", "e.g. 1 (every trace) or 0.1");
             }
         }
+        let telegram: Option<super::TelegramConfig> = self.field(&top, "telegram");
+        if let Some(t) = &telegram {
+            self.check_telegram(t, &admin_token);
+        }
         let adapter_policies: std::collections::BTreeMap<super::AdapterName, super::AdapterPolicy> =
             self.field(&top, "adapters").unwrap_or_default();
         let keys: Vec<KeyConfig> = self.list(&top, "keys");
@@ -464,6 +469,7 @@ impl Collector<'_> {
             log_format,
             telemetry,
             metrics,
+            telegram,
             adapters: adapter_policies,
             keys,
             sources,
@@ -648,6 +654,39 @@ impl Collector<'_> {
                 "sandbox.pool_slots",
                 "must be at least 1",
                 "write how many instances may exist at once, e.g. 1000",
+            );
+        }
+    }
+
+    fn check_telegram(&mut self, t: &super::TelegramConfig, admin_token: &super::AdminToken) {
+        if t.bot_token.expose().trim().is_empty() {
+            self.error("telegram.bot_token", "is empty", "paste the token BotFather gave you, as ${TG_BOT_TOKEN}");
+        }
+        if t.allowed_chats.is_empty() {
+            self.error(
+                "telegram.allowed_chats",
+                "lists no chat: the bot would answer no one",
+                "write the chat ids that may command the gateway (docs/telegram.md says how to find yours)",
+            );
+        }
+        if !(t.api_base.starts_with("http://") || t.api_base.starts_with("https://")) {
+            self.error(
+                "telegram.api_base",
+                format!("`{}` is not an http(s) URL", t.api_base),
+                "leave it out for https://api.telegram.org",
+            );
+        }
+        if !(1..=50).contains(&t.poll_timeout_seconds) {
+            self.error("telegram.poll_timeout_seconds", "must be between 1 and 50", "e.g. 30");
+        }
+        if !(1..=3600).contains(&t.alert_check_seconds) {
+            self.error("telegram.alert_check_seconds", "must be between 1 and 3600", "e.g. 5");
+        }
+        if *admin_token == super::AdminToken::Off {
+            self.error(
+                "telegram",
+                "the bot acts through the admin API, which admin_token turns off",
+                "set admin_token (or leave it out: a token is made and kept in data_dir)",
             );
         }
     }

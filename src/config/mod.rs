@@ -59,6 +59,8 @@ pub struct Config {
     pub telemetry: Option<TelemetryConfig>,
     /// `GET /metrics`.
     pub metrics: MetricsConfig,
+    /// The operators' Telegram bot; off when left out.
+    pub telegram: Option<TelegramConfig>,
     pub keys: Vec<KeyConfig>,
     pub sources: Vec<SourceConfig>,
     /// Aliases with a processing mode.
@@ -115,6 +117,36 @@ impl Default for MetricsConfig {
     fn default() -> Self {
         MetricsConfig { enabled: true, listen: None }
     }
+}
+
+/// `telegram:` — a bot operators command from a chat, and where alerts go.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelegramConfig {
+    /// From BotFather; part of every Bot API URL, so it is masked wherever a URL is logged.
+    pub bot_token: Secret,
+    /// Chats (users or groups) the bot answers and alerts; everyone else is ignored.
+    pub allowed_chats: Vec<i64>,
+    #[serde(default = "default_telegram_api")]
+    pub api_base: String,
+    /// How long one `getUpdates` long poll waits for news.
+    #[serde(default = "default_poll_timeout")]
+    pub poll_timeout_seconds: u64,
+    /// How often alerts are looked for.
+    #[serde(default = "default_alert_check")]
+    pub alert_check_seconds: u64,
+}
+
+fn default_telegram_api() -> String {
+    "https://api.telegram.org".into()
+}
+
+fn default_poll_timeout() -> u64 {
+    30
+}
+
+fn default_alert_check() -> u64 {
+    5
 }
 
 /// `telemetry:` — spans exported to an OpenTelemetry collector over OTLP/HTTP.

@@ -241,7 +241,11 @@ async fn serve(
             }
         }
     }
-    Err(report.into_error(call.model, gw.scheduler.now()))
+    let error = report.into_error(call.model, gw.scheduler.now());
+    if error.code.as_deref() == Some(super::report::ALL_FAILED) {
+        gw.notices.push(gw.scheduler.now(), call.model, &error.message);
+    }
+    Err(error)
 }
 
 /// A quota error from an upstream rests the slot until its quota window ends (when it has one).

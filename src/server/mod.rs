@@ -19,6 +19,7 @@ mod messages;
 mod metrics;
 mod models;
 mod modes;
+mod notices;
 mod report;
 mod request;
 mod scope;
@@ -34,6 +35,13 @@ use axum::routing::{get, post};
 pub use auth::{KeyTable, ModelScope};
 pub use error::{ApiError, ErrorType};
 pub use listener::serve;
+pub use notices::{Notice, Notices};
+
+/// The admin API as a service, for operators' tools inside the process (the Telegram bot):
+/// the same routes, checks and logs as over HTTP, the admin token still required.
+pub fn admin_service(gateway: Arc<Gateway>) -> axum::Router {
+    admin::router(gateway.clone()).with_state(gateway)
+}
 
 use envelope::FrontDoor;
 
@@ -70,6 +78,8 @@ pub struct Gateway {
     in_flight: Arc<tokio::sync::Semaphore>,
     /// Admin changes, one at a time.
     edits: tokio::sync::Mutex<()>,
+    /// What operators are told about as it happens (a model no source could serve).
+    pub notices: Notices,
 }
 
 impl Gateway {
@@ -93,6 +103,7 @@ impl Gateway {
             metrics,
             in_flight,
             edits: tokio::sync::Mutex::new(()),
+            notices: Notices::default(),
         })
     }
 

@@ -69,6 +69,9 @@ impl Report {
             ErrorType::Upstream,
             format!("no source could serve model \"{model}\": {}", parts.join(" | ")),
         )
-        .code("all_candidates_failed")
+        .code(ALL_FAILED)
     }
 }
+
+/// The code of the 503 that says no candidate could serve the model.
+pub const ALL_FAILED: &str = "all_candidates_failed";

@@ -36,6 +36,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("authoring", &["domain", "config", "plugin", "provider"]),
+    ("telegram", &["domain", "config", "server"]),
     ("startup", &["domain", "config", "plugin", "scheduler", "server", "state", "private_fs"]),
 ];
 

@@ -30,5 +30,6 @@ mod plugin_host;
 mod routing;
 mod sandbox;
 mod streaming;
+mod telegram;
 mod telemetry;
 mod webui;

@@ -1,0 +1,231 @@
+//! The operators' Telegram bot: long-polls the Bot API for commands from allowed chats, runs
+//! them through the admin API in-process, and pushes alerts; it never blocks the gateway.
+
+mod alerts;
+mod api;
+mod commands;
+mod replies;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+pub use alerts::{Alerts, KeyView, SlotView};
+pub use api::{ApiFailure, BotApi, Update};
+pub use commands::{Command, MENU, parse};
+
+use crate::config::TelegramConfig;
+use crate::server::Gateway;
+
+/// Waiting between tries, injected so tests see the waits without taking them.
+#[async_trait::async_trait]
+pub trait Pause: Send + Sync {
+    async fn pause(&self, wait: Duration);
+}
+
+/// Really waits.
+pub struct Sleep;
+
+#[async_trait::async_trait]
+impl Pause for Sleep {
+    async fn pause(&self, wait: Duration) {
+        tokio::time::sleep(wait).await
+    }
+}
+
+/// Longest pause after network errors.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Unknown chats remembered (to log each once); past it they are still ignored, just not logged.
+const MAX_LOGGED_STRANGERS: usize = 1000;
+
+pub struct Bot {
+    gateway: Arc<Gateway>,
+    admin: replies::Admin,
+    api: BotApi,
+    allowed: HashSet<i64>,
+    poll_timeout: Duration,
+    alert_every: Duration,
+    pause: Arc<dyn Pause>,
+    alerts: Mutex<Alerts>,
+    notices_seen: Mutex<u64>,
+    strangers: Mutex<HashSet<i64>>,
+}
+
+impl Bot {
+    pub fn new(gateway: Arc<Gateway>, config: &TelegramConfig, pause: Arc<dyn Pause>) -> Bot {
+        let token = gateway.base.admin_token.secret().map(|s| s.expose().to_string()).unwrap_or_default();
+        Bot {
+            admin: replies::Admin::new(crate::server::admin_service(gateway.clone()), token),
+            api: BotApi::new(&config.api_base, config.bot_token.expose()),
+            allowed: config.allowed_chats.iter().copied().collect(),
+            poll_timeout: Duration::from_secs(config.poll_timeout_seconds),
+            alert_every: Duration::from_secs(config.alert_check_seconds),
+            pause,
+            alerts: Mutex::new(Alerts::default()),
+            // Failures from before the bot started are not news.
+            notices_seen: Mutex::new(gateway.notices.since(u64::MAX).1),
+            strangers: Mutex::new(HashSet::new()),
+            gateway,
+        }
+    }
+
+    /// Starts the bot's two loops (updates, alerts) on the runtime.
+    pub fn spawn(self: Arc<Self>) {
+        let alerts = self.clone();
+        tokio::spawn(async move { alerts.watch().await });
+        tokio::spawn(async move { self.run().await });
+    }
+
+    /// Sets the command menu, then answers updates for as long as the process runs.
+    pub async fn run(&self) {
+        if let Err(e) = self.api.set_commands(MENU).await {
+            tracing::warn!("telegram: could not set the command menu: {e}");
+        }
+        let mut offset = 0i64;
+        let mut backoff = Duration::from_secs(1);
+        let mut failing = false;
+        loop {
+            match self.api.get_updates(offset, self.poll_timeout).await {
+                Ok(updates) => {
+                    if failing {
+                        tracing::info!("telegram: reaching the Bot API again");
+                        failing = false;
+                    }
+                    backoff = Duration::from_secs(1);
+                    for update in updates {
+                        offset = offset.max(update.update_id.saturating_add(1));
+                        self.handle(update).await;
+                    }
+                }
+                Err(ApiFailure::RetryAfter(wait)) => self.pause.pause(wait).await,
+                Err(e) => {
+                    if !failing {
+                        tracing::warn!("telegram: getUpdates failed, retrying with backoff: {e}");
+                        failing = true;
+                    }
+                    self.pause.pause(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+            }
+        }
+    }
+
+    /// Looks for alerts every `alert_check_seconds`.
+    async fn watch(&self) {
+        loop {
+            self.pause.pause(self.alert_every).await;
+            self.check_alerts().await;
+        }
+    }
+
+    /// One command message or button press; anything from a chat not allowed is ignored.
+    pub async fn handle(&self, update: Update) {
+        let (chat, text, callback) = match (update.message, update.callback_query) {
+            (Some(message), _) => (message.chat.id, message.text.unwrap_or_default(), None),
+            (None, Some(query)) => match query.message {
+                Some(message) => (message.chat.id, query.data.unwrap_or_default(), Some(query.id)),
+                None => return,
+            },
+            (None, None) => return,
+        };
+        if !self.allowed.contains(&chat) {
+            let mut strangers = self.strangers.lock().unwrap_or_else(|p| p.into_inner());
+            if strangers.len() < MAX_LOGGED_STRANGERS && strangers.insert(chat) {
+                tracing::warn!(chat, "telegram: ignoring a chat not in telegram.allowed_chats");
+            }
+            return;
+        }
+        let Some(command) = parse(&text) else { return };
+        tracing::info!(chat, command = command.name(), "telegram command");
+        if let Some(id) = callback {
+            if let Err(e) = self.api.answer_callback(&id, command.name()).await {
+                tracing::warn!(chat, "telegram: could not answer the button press: {e}");
+            }
+        }
+        let (reply, keyboard) = replies::run(&self.admin, &command).await;
+        self.send(chat, &reply, keyboard).await;
+    }
+
+    /// Sends a message, waiting out Telegram's 429s (a few times) and giving up on other errors.
+    async fn send(&self, chat: i64, text: &str, keyboard: Option<Value>) {
+        for _ in 0..3 {
+            match self.api.send_message(chat, text, keyboard.clone()).await {
+                Ok(()) => return,
+                Err(ApiFailure::RetryAfter(wait)) => self.pause.pause(wait).await,
+                Err(e) => {
+                    tracing::warn!(chat, "telegram: message not sent: {e}");
+                    return;
+                }
+            }
+        }
+        tracing::warn!(chat, "telegram: message not sent: Telegram kept asking to wait");
+    }
+
+    /// Looks at the gateway once and sends what deserves an alert to every allowed chat.
+    pub async fn check_alerts(&self) {
+        let now = self.gateway.scheduler.now();
+        let slots = self.admin.get("/health").await.map(|h| slot_views(&h)).unwrap_or_default();
+        let keys = self.admin.get("/keys").await.map(|k| key_views(&k)).unwrap_or_default();
+        let notices = {
+            let mut seen = self.notices_seen.lock().unwrap_or_else(|p| p.into_inner());
+            let (notices, next) = self.gateway.notices.since(*seen);
+            *seen = next;
+            notices
+        };
+        let messages = {
+            let mut alerts = self.alerts.lock().unwrap_or_else(|p| p.into_inner());
+            let mut messages = alerts.on_health(now, &slots);
+            messages.extend(alerts.on_failures(now, &notices));
+            messages.extend(alerts.on_keys(&keys));
+            messages
+        };
+        if messages.is_empty() {
+            return;
+        }
+        // Grouped: one message per look, whatever happened.
+        let text = messages.join("\n\n");
+        let mut chats: Vec<i64> = self.allowed.iter().copied().collect();
+        chats.sort();
+        for chat in chats {
+            self.send(chat, &text, None).await;
+        }
+    }
+}
+
+fn slot_views(health: &Value) -> Vec<SlotView> {
+    health["slots"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| SlotView {
+            source: s["source"].as_str().unwrap_or_default().to_string(),
+            model: s["model"].as_str().unwrap_or_default().to_string(),
+            window_start: s["window_start_ms"].as_u64(),
+        })
+        .collect()
+}
+
+fn key_views(keys: &Value) -> Vec<KeyView> {
+    keys["keys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|k| KeyView {
+            name: k["name"].as_str().unwrap_or_default().to_string(),
+            used: k["used"].as_u64().unwrap_or(0),
+            quota: k["token_quota"].as_u64(),
+        })
+        .collect()
+}
+
+/// The buttons under `/help` and `/status`: the common interventions.
+pub fn keyboard() -> Value {
+    let button = |text: &str, data: &str| json!({"text": text, "callback_data": data});
+    json!({"inline_keyboard": [
+        [button("Health", "/health"), button("Clear cooldowns", "/clear")],
+        [button("Clear affinity", "/affinity_clear"), button("Reset stats", "/stats_reset")],
+        [button("smart", "/mode smart"), button("order", "/mode order"), button("priority", "/mode priority")],
+    ]})
+}

@@ -1,0 +1,417 @@
+//! The operators' Telegram bot against a mock Bot API on loopback (real HTTP, Telegram's JSON
+//! shapes): each command and its effect on the gateway, the inline buttons' callback queries,
+//! a chat not allowed ignored, Telegram's 429 `retry_after` waited out, alerts sent once for a
+//! flapping source, a model no source serves and a key's quota, and the token masked in logs.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use switchyard::config::{ChannelSelection, TelegramConfig};
+use switchyard::domain::{KeyName, ManualClock, Period};
+use switchyard::telegram::{Bot, Pause};
+use tokio::sync::{Notify, mpsc};
+
+use crate::support::{MockUpstream, TestGateway, chat_body, config_with};
+
+const TOKEN: &str = "123456:AAF-test-token-do-not-log-0001";
+const ADMIN: &str = "adm-telegram-token-0001";
+const OPERATOR: i64 = 123;
+const GROUP: i64 = -100456;
+/// Every wait on the mock's calls is bounded by this, so a broken bot fails instead of hanging.
+const GUARD: Duration = Duration::from_secs(20);
+
+/// A Bot API on loopback: updates the test queues come back from `getUpdates` (long-polled),
+/// every call is recorded and announced on `calls`.
+struct BotMock {
+    url: String,
+    state: Arc<BotState>,
+    calls: mpsc::UnboundedReceiver<(String, Value)>,
+}
+
+struct BotState {
+    updates: Mutex<VecDeque<Value>>,
+    queued: Notify,
+    next_id: AtomicU32,
+    /// `sendMessage` calls still to refuse with 429 `retry_after: 3`.
+    refuse_sends: AtomicU32,
+    /// Answer every call with this (status, body) instead, when set.
+    broken: Mutex<Option<(u16, String)>>,
+    calls: mpsc::UnboundedSender<(String, Value)>,
+}
+
+impl BotMock {
+    async fn start() -> BotMock {
+        let (tx, calls) = mpsc::unbounded_channel();
+        let state = Arc::new(BotState {
+            updates: Mutex::new(VecDeque::new()),
+            queued: Notify::new(),
+            next_id: AtomicU32::new(1),
+            refuse_sends: AtomicU32::new(0),
+            broken: Mutex::new(None),
+            calls: tx,
+        });
+        let app = axum::Router::new().route("/{bot}/{method}", axum::routing::post(bot_api)).with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        BotMock { url: format!("http://{addr}"), state, calls }
+    }
+
+    /// Queues a text message from `chat`, as Telegram's Update object carries it.
+    fn say(&self, chat: i64, text: &str) {
+        let id = self.state.next_id.fetch_add(1, Ordering::SeqCst);
+        self.queue(json!({"update_id": id, "message": {"message_id": id, "date": 1733260000,
+            "chat": {"id": chat, "type": if chat < 0 { "group" } else { "private" }},
+            "from": {"id": chat.abs(), "is_bot": false, "first_name": "Op"}, "text": text,
+            "entities": [{"type": "bot_command", "offset": 0, "length": text.split(' ').next().unwrap().len()}]}}));
+    }
+
+    /// Queues a press of an inline button with `data` under a message in `chat`.
+    fn press(&self, chat: i64, data: &str) {
+        let id = self.state.next_id.fetch_add(1, Ordering::SeqCst);
+        self.queue(json!({"update_id": id, "callback_query": {"id": format!("cb-{id}"),
+            "from": {"id": chat.abs(), "is_bot": false, "first_name": "Op"}, "chat_instance": "42",
+            "message": {"message_id": 7, "date": 1733260000, "chat": {"id": chat, "type": "private"}, "text": "menu"},
+            "data": data}}));
+    }
+
+    fn queue(&self, update: Value) {
+        self.state.updates.lock().unwrap().push_back(update);
+        self.state.queued.notify_waiters();
+    }
+
+    /// The next call of `method` (others are skipped).
+    async fn next(&mut self, method: &str) -> Value {
+        tokio::time::timeout(GUARD, async {
+            loop {
+                let (called, body) = self.calls.recv().await.expect("the mock keeps running");
+                if called == method {
+                    return body;
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no {method} call within {GUARD:?}"))
+    }
+
+    /// The next message the bot sends, (chat, text, body).
+    async fn reply(&mut self) -> (i64, String, Value) {
+        let body = self.next("sendMessage").await;
+        (body["chat_id"].as_i64().unwrap(), body["text"].as_str().unwrap().to_string(), body)
+    }
+}
+
+async fn bot_api(
+    State(state): State<Arc<BotState>>,
+    Path((bot, method)): Path<(String, String)>,
+    body: String,
+) -> Response {
+    if bot != format!("bot{TOKEN}") {
+        return (StatusCode::NOT_FOUND, r#"{"ok":false,"error_code":404,"description":"Not Found"}"#).into_response();
+    }
+    let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let _ = state.calls.send((method.clone(), body.clone()));
+    if let Some((status, answer)) = state.broken.lock().unwrap().clone() {
+        return (StatusCode::from_u16(status).unwrap(), answer).into_response();
+    }
+    let ok = |result: Value| axum::Json(json!({"ok": true, "result": result})).into_response();
+    match method.as_str() {
+        "getUpdates" => {
+            let offset = body["offset"].as_i64().unwrap_or(0);
+            let wait = Duration::from_secs(body["timeout"].as_u64().unwrap_or(0).min(2));
+            let deadline = tokio::time::Instant::now() + wait;
+            loop {
+                let queued = state.queued.notified();
+                let ready: Vec<Value> = {
+                    let mut updates = state.updates.lock().unwrap();
+                    updates.retain(|u| u["update_id"].as_i64().unwrap() >= offset);
+                    updates.iter().cloned().collect()
+                };
+                if !ready.is_empty() || tokio::time::timeout_at(deadline, queued).await.is_err() {
+                    return ok(Value::Array(ready));
+                }
+            }
+        }
+        "sendMessage" => {
+            let refuse =
+                state.refuse_sends.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+            if refuse {
+                return (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    axum::Json(json!({"ok": false, "error_code": 429, "description": "Too Many Requests: retry after 3", "parameters": {"retry_after": 3}})),
+                )
+                    .into_response();
+            }
+            ok(
+                json!({"message_id": 99, "date": 1733260001, "chat": {"id": body["chat_id"], "type": "private"}, "text": body["text"]}),
+            )
+        }
+        _ => ok(Value::Bool(true)),
+    }
+}
+
+/// Records the waits the bot asks for and returns at once (its backoff is asserted, not slept).
+#[derive(Default)]
+struct Waits(Mutex<Vec<Duration>>);
+
+#[async_trait::async_trait]
+impl Pause for Waits {
+    async fn pause(&self, wait: Duration) {
+        self.0.lock().unwrap().push(wait);
+        tokio::task::yield_now().await;
+    }
+}
+
+fn telegram(mock: &BotMock) -> TelegramConfig {
+    TelegramConfig {
+        bot_token: serde_yaml::from_str(&format!("'{TOKEN}'")).unwrap(),
+        allowed_chats: vec![OPERATOR, GROUP],
+        api_base: mock.url.clone(),
+        poll_timeout_seconds: 1,
+        alert_check_seconds: 5,
+    }
+}
+
+/// `more_keys`: list items appended to the harness's `keys:` (after the `tester` key).
+fn gateway_yaml(upstream: &MockUpstream, more_keys: &str) -> String {
+    config_with(&format!(
+        "{more_keys}admin_token: {ADMIN}\nsources:\n  - {{name: good, base_url: '{url}', models: [{{name: m, upstream: fixture}}]}}\n\
+         \x20 - {{name: flaky, base_url: '{url}', models: [{{name: f, upstream: error-500}}]}}\n",
+        url = upstream.url
+    ))
+}
+
+#[tokio::test]
+async fn every_command_acts_through_the_admin_api_and_strangers_get_nothing() {
+    let upstream = MockUpstream::start().await;
+    let mut bot_api = BotMock::start().await;
+    let gw = TestGateway::start(&gateway_yaml(&upstream, "")).await;
+    let waits = Arc::new(Waits::default());
+    let bot = Arc::new(Bot::new(gw.gateway.clone(), &telegram(&bot_api), waits.clone()));
+    let runner = bot.clone();
+    let running = tokio::spawn(async move { runner.run().await });
+
+    let menu = bot_api.next("setMyCommands").await;
+    let names: Vec<&str> =
+        menu["commands"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["status", "health", "clear", "affinity_clear", "stats_reset", "mode", "keys", "disable", "enable", "help"]
+    );
+
+    bot_api.say(OPERATOR, "/help");
+    let (chat, text, body) = bot_api.reply().await;
+    assert_eq!(chat, OPERATOR);
+    assert!(text.contains("/clear — clear cooldowns"), "{text}");
+    let buttons = body["reply_markup"]["inline_keyboard"].to_string();
+    assert!(buttons.contains("\"callback_data\":\"/mode priority\""), "{buttons}");
+
+    // A cooling slot, seen and cleared from the chat.
+    assert_eq!(gw.chat(chat_body("f", false)).await.status(), 500);
+    bot_api.say(OPERATOR, "/health flaky");
+    let (_, text, _) = bot_api.reply().await;
+    assert!(text.starts_with("flaky/f: cooling,") && text.contains("(1 failures)"), "{text}");
+    bot_api.say(OPERATOR, "/status");
+    let (_, text, _) = bot_api.reply().await;
+    assert!(text.starts_with("Last hour: ") && text.contains(" requests, "), "{text}");
+    assert!(text.contains("Not healthy (1):\nflaky/f: cooling"), "{text}");
+    bot_api.say(OPERATOR, "/clear flaky");
+    assert_eq!(bot_api.reply().await.1, "Cleared 1 cooldowns of flaky.");
+    assert!(gw.gateway.scheduler.health().is_empty(), "the cooldown is gone");
+
+    bot_api.say(GROUP, "/mode@switchyard_bot order");
+    let (chat, text, _) = bot_api.reply().await;
+    assert_eq!((chat, text.as_str()), (GROUP, "Order within a tier is now order."));
+    assert_eq!(gw.gateway.scheduler.selection(), ChannelSelection::Order);
+    bot_api.say(OPERATOR, "/mode fastest");
+    let (_, text, _) = bot_api.reply().await;
+    assert!(text.starts_with("Not done (400):"), "the admin API's own check: {text}");
+
+    bot_api.say(OPERATOR, "/disable good");
+    assert_eq!(bot_api.reply().await.1, "Source good disabled: no request goes to it.");
+    let enabled = || gw.gateway.runtime().config.sources.iter().find(|s| s.name.as_str() == "good").unwrap().enabled;
+    assert!(!enabled());
+    assert_eq!(gw.chat(chat_body("m", false)).await.status(), 503, "a disabled source serves nothing");
+    bot_api.say(OPERATOR, "/enable good");
+    assert_eq!(bot_api.reply().await.1, "Source good enabled: requests go to it again.");
+    assert!(enabled());
+    assert_eq!(gw.chat(chat_body("m", false)).await.status(), 200);
+    bot_api.say(OPERATOR, "/disable nosuch");
+    assert!(bot_api.reply().await.1.starts_with("Not done (404)"));
+
+    bot_api.say(OPERATOR, "/keys");
+    let (_, text, _) = bot_api.reply().await;
+    assert!(text.starts_with("tester (") && text.ends_with("): no quota"), "{text}");
+    assert!(!text.contains(crate::support::KEY), "keys are masked: {text}");
+    bot_api.say(OPERATOR, "/stats_reset");
+    assert!(bot_api.reply().await.1.starts_with("Reset the scorer's statistics of"));
+    bot_api.say(OPERATOR, "/affinity_clear");
+    assert_eq!(bot_api.reply().await.1, "Dropped 1 affinity bindings.", "the one the served chat made");
+    bot_api.say(OPERATOR, "/reboot");
+    assert_eq!(bot_api.reply().await.1, "no command /reboot. /help lists the commands.");
+
+    // A stranger's command is dropped: the next answer goes to the operator who asked after it.
+    bot_api.say(999, "/clear");
+    bot_api.say(OPERATOR, "/mode smart");
+    let (chat, text, _) = bot_api.reply().await;
+    assert_eq!((chat, text.as_str()), (OPERATOR, "Order within a tier is now smart."));
+
+    // An inline button: its callback is answered, then the command runs.
+    bot_api.press(OPERATOR, "/mode priority");
+    let answered = bot_api.next("answerCallbackQuery").await;
+    assert!(answered["callback_query_id"].as_str().unwrap().starts_with("cb-"));
+    assert_eq!(bot_api.reply().await.1, "Order within a tier is now priority.");
+    assert_eq!(gw.gateway.scheduler.selection(), ChannelSelection::Priority);
+    assert!(waits.0.lock().unwrap().is_empty(), "nothing failed, so nothing waited");
+    running.abort();
+}
+
+#[tokio::test]
+async fn telegrams_429_is_waited_out_for_as_long_as_it_says() {
+    let upstream = MockUpstream::start().await;
+    let mut bot_api = BotMock::start().await;
+    let gw = TestGateway::start(&gateway_yaml(&upstream, "")).await;
+    let waits = Arc::new(Waits::default());
+    let bot = Arc::new(Bot::new(gw.gateway.clone(), &telegram(&bot_api), waits.clone()));
+    let runner = bot.clone();
+    let running = tokio::spawn(async move { runner.run().await });
+    bot_api.state.refuse_sends.store(2, Ordering::SeqCst);
+    bot_api.say(OPERATOR, "/help");
+    bot_api.next("sendMessage").await;
+    bot_api.next("sendMessage").await;
+    let (chat, text, _) = bot_api.reply().await;
+    assert!(chat == OPERATOR && text.starts_with("Switchyard operator bot"), "{text}");
+    assert_eq!(*waits.0.lock().unwrap(), [Duration::from_secs(3), Duration::from_secs(3)]);
+
+    // The Bot API down: getUpdates backs off 1, 2, 4 ... seconds, never hammering it.
+    *bot_api.state.broken.lock().unwrap() = Some((502, "<html>bad gateway</html>".into()));
+    // Five calls: the first may have been a long poll already under way (answered).
+    for _ in 0..5 {
+        bot_api.next("getUpdates").await;
+    }
+    let backoff: Vec<u64> = waits.0.lock().unwrap()[2..].iter().map(|w| w.as_secs()).collect();
+    assert!(backoff.starts_with(&[1, 2, 4]), "{backoff:?}");
+    running.abort();
+}
+
+#[tokio::test]
+async fn alerts_come_once_per_flapping_source_failing_model_and_quota_level() {
+    let upstream = MockUpstream::start().await;
+    let mut bot_api = BotMock::start().await;
+    let clock = Arc::new(ManualClock::at(1_733_260_000_000));
+    let yaml =
+        gateway_yaml(&upstream, "  - {name: team, key: sk-team-key-00000001, models: ['*'], token_quota: 100}\n");
+    let gw = TestGateway::start_with_clock(tempfile::tempdir().unwrap(), &yaml, clock.clone()).await;
+    let bot = Bot::new(gw.gateway.clone(), &telegram(&bot_api), Arc::new(Waits::default()));
+
+    // Three cooldown windows of one source within ten minutes: one alert, to every allowed chat.
+    for window in 1..=3 {
+        assert_eq!(gw.chat(chat_body("f", false)).await.status(), 500, "window {window}");
+        bot.check_alerts().await;
+        if window < 3 {
+            clock.advance(Duration::from_secs(120));
+        }
+    }
+    let mut alerted = Vec::new();
+    for _ in 0..2 {
+        let (chat, text, _) = bot_api.reply().await;
+        assert!(text.contains("source flaky entered cooldown 3 times in the last 10 min"), "{text}");
+        alerted.push(chat);
+    }
+    alerted.sort();
+    assert_eq!(alerted, [GROUP, OPERATOR]);
+
+    // Still flapping: muted. While it cools, the model has no source: clients get the 503.
+    clock.advance(Duration::from_secs(120));
+    assert_eq!(gw.chat(chat_body("f", false)).await.status(), 500);
+    for _ in 0..3 {
+        assert_eq!(gw.chat(chat_body("f", false)).await.status(), 503);
+    }
+    bot.check_alerts().await;
+    let (_, text, _) = bot_api.reply().await;
+    assert!(text.starts_with("🚨 model f: every candidate failed (3 times)"), "{text}");
+    assert!(!text.contains("source flaky entered"), "the flapping source stays muted: {text}");
+    bot_api.reply().await;
+
+    // A key at 80 %, then 100 % of its quota: one alert each.
+    let team = KeyName::new("team");
+    gw.gateway.scheduler.add_key_usage(&team, Period::Never, 85);
+    bot.check_alerts().await;
+    assert!(bot_api.reply().await.1.contains("key team has used 85 of 100 tokens (80 %)"));
+    bot_api.reply().await;
+    bot.check_alerts().await;
+    gw.gateway.scheduler.add_key_usage(&team, Period::Never, 20);
+    bot.check_alerts().await;
+    let (_, text, _) = bot_api.reply().await;
+    assert!(text.contains("key team has used 105 of 100 tokens (100 %): further requests are refused"), "{text}");
+    bot_api.reply().await;
+    // Nothing new: nothing sent (a send would be on the channel by the time the check returns).
+    bot.check_alerts().await;
+    while let Ok((method, body)) = bot_api.calls.try_recv() {
+        assert_ne!(method, "sendMessage", "no alert without news: {body}");
+    }
+}
+
+#[tokio::test]
+async fn the_real_binary_never_logs_the_bot_token() {
+    let mut bot_api = BotMock::start().await;
+    // A Bot API that fails in the ways that echo the URL back: a proxy's HTML, and an error
+    // description naming the token.
+    *bot_api.state.broken.lock().unwrap() =
+        Some((401, format!(r#"{{"ok":false,"error_code":401,"description":"Unauthorized: bot{TOKEN} was revoked"}}"#)));
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = crate::support::binary::Binary::start(
+        dir.path(),
+        &format!(
+            "admin_token: {ADMIN}\ntelegram: {{bot_token: '{TOKEN}', allowed_chats: [{OPERATOR}], api_base: '{}', poll_timeout_seconds: 1}}\n",
+            bot_api.url
+        ),
+    );
+    bot_api.next("setMyCommands").await;
+    bot_api.next("getUpdates").await;
+    let mut lines: Vec<String> = Vec::new();
+    let seen = |lines: &[String], what: &str| lines.iter().any(|l| l.contains(what));
+    tokio::time::timeout(GUARD, async {
+        while !(seen(&lines, "telegram: getUpdates failed") && seen(&lines, "telegram bot started")) {
+            lines.push(gateway.log.recv().await.expect("the log goes on"));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no warning about the Bot API in {lines:?}"));
+    let warned = lines.iter().find(|l| l.contains("telegram: getUpdates failed")).unwrap();
+    assert!(warned.contains("Unauthorized: bot*** was revoked"), "{warned}");
+    let secret = TOKEN.split(':').nth(1).unwrap();
+    assert!(lines.iter().all(|l| !l.contains(secret)), "the token leaked: {lines:?}");
+    gateway.assert_alive("the Bot API failing").await;
+}
+
+#[test]
+fn a_bot_config_is_checked_by_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "data_dir: {}\nadmin_token: ''\ntelegram: {{bot_token: '', allowed_chats: [], api_base: 'ftp://x', poll_timeout_seconds: 90}}\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = crate::authoring::switchyard(&["check", "--config", &file.display().to_string()]);
+    assert_eq!(code, 2, "{err}");
+    for expected in [
+        "telegram.bot_token: is empty",
+        "telegram.allowed_chats: lists no chat: the bot would answer no one",
+        "telegram.api_base: `ftp://x` is not an http(s) URL",
+        "telegram.poll_timeout_seconds: must be between 1 and 50",
+        "telegram: the bot acts through the admin API, which admin_token turns off",
+    ] {
+        assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
+    }
+}
