@@ -52,7 +52,14 @@ impl BotApi {
         body: Value,
         wait: Duration,
     ) -> Result<T, ApiFailure> {
-        let sent = self.http.post(format!("{}/{method}", self.root)).json(&body).timeout(wait).send().await;
+        let sent = self
+            .http
+            .post(format!("{}/{method}", self.root))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+            .timeout(wait)
+            .send()
+            .await;
         let mut response = sent.map_err(|e| ApiFailure::Transport(self.masked(&e.without_url().to_string())))?;
         let mut bytes = Vec::new();
         loop {
