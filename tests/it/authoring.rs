@@ -114,27 +114,28 @@ fn check_reports_shape_costs_and_problems() {
     assert!(err.contains("not a valid WebAssembly component"), "{err}");
 }
 
-#[test]
-fn adapter_limits_are_checked_by_field() {
+/// `switchyard check` on a config of `data_dir` plus `rest` fails, naming each of `expected`.
+pub fn refused_config(rest: &str, expected: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("config.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "data_dir: {}\nadapters:\n  slow:\n    memory_mb: 0\n    cpu_ms_per_call: 2000\n    wall_ms_per_call: 1000\n    max_instances: 0\n",
-            dir.path().display()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&file, format!("data_dir: {}\n{rest}", dir.path().display())).unwrap();
     let (code, _, err) = switchyard(&["check", "--config", &file.display().to_string()]);
     assert_eq!(code, 2, "{err}");
-    for expected in [
-        "adapters.slow.memory_mb: must be between 1 and 4096",
-        "adapters.slow.wall_ms_per_call: 1000 ms is less than this adapter's cpu_ms_per_call (2000 ms)",
-        "adapters.slow.max_instances: must be at least 1",
-    ] {
+    for expected in expected {
         assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
     }
+}
+
+#[test]
+fn adapter_limits_are_checked_by_field() {
+    refused_config(
+        "adapters:\n  slow:\n    memory_mb: 0\n    cpu_ms_per_call: 2000\n    wall_ms_per_call: 1000\n    max_instances: 0\n",
+        &[
+            "adapters.slow.memory_mb: must be between 1 and 4096",
+            "adapters.slow.wall_ms_per_call: 1000 ms is less than this adapter's cpu_ms_per_call (2000 ms)",
+            "adapters.slow.max_instances: must be at least 1",
+        ],
+    );
 }
 
 /// The hostile guest's failures on `grow` and `loop`, on a gateway with `grants` under `adapters:`.

@@ -187,15 +187,20 @@ fn gateway_yaml(upstream: &MockUpstream, more_keys: &str) -> String {
     ))
 }
 
+/// A gateway in front of `upstream`, and its bot answering the mock Bot API (abort the task to stop it).
+async fn running_bot(upstream: &MockUpstream) -> (TestGateway, BotMock, Arc<Waits>, tokio::task::JoinHandle<()>) {
+    let bot_api = BotMock::start().await;
+    let gw = TestGateway::start(&gateway_yaml(upstream, "")).await;
+    let waits = Arc::new(Waits::default());
+    let bot = Bot::new(gw.gateway.clone(), &telegram(&bot_api), waits.clone());
+    let running = tokio::spawn(async move { bot.run().await });
+    (gw, bot_api, waits, running)
+}
+
 #[tokio::test]
 async fn every_command_acts_through_the_admin_api_and_strangers_get_nothing() {
     let upstream = MockUpstream::start().await;
-    let mut bot_api = BotMock::start().await;
-    let gw = TestGateway::start(&gateway_yaml(&upstream, "")).await;
-    let waits = Arc::new(Waits::default());
-    let bot = Arc::new(Bot::new(gw.gateway.clone(), &telegram(&bot_api), waits.clone()));
-    let runner = bot.clone();
-    let running = tokio::spawn(async move { runner.run().await });
+    let (gw, mut bot_api, waits, running) = running_bot(&upstream).await;
 
     let menu = bot_api.next("setMyCommands").await;
     let names: Vec<&str> =
@@ -275,12 +280,7 @@ async fn every_command_acts_through_the_admin_api_and_strangers_get_nothing() {
 #[tokio::test]
 async fn telegrams_429_is_waited_out_for_as_long_as_it_says() {
     let upstream = MockUpstream::start().await;
-    let mut bot_api = BotMock::start().await;
-    let gw = TestGateway::start(&gateway_yaml(&upstream, "")).await;
-    let waits = Arc::new(Waits::default());
-    let bot = Arc::new(Bot::new(gw.gateway.clone(), &telegram(&bot_api), waits.clone()));
-    let runner = bot.clone();
-    let running = tokio::spawn(async move { runner.run().await });
+    let (_gw, mut bot_api, waits, running) = running_bot(&upstream).await;
     bot_api.state.refuse_sends.store(2, Ordering::SeqCst);
     bot_api.say(OPERATOR, "/help");
     bot_api.next("sendMessage").await;
@@ -393,25 +393,14 @@ async fn the_real_binary_never_logs_the_bot_token() {
 
 #[test]
 fn a_bot_config_is_checked_by_field() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("config.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "data_dir: {}\nadmin_token: ''\ntelegram: {{bot_token: '', allowed_chats: [], api_base: 'ftp://x', poll_timeout_seconds: 90}}\n",
-            dir.path().display()
-        ),
-    )
-    .unwrap();
-    let (code, _, err) = crate::authoring::switchyard(&["check", "--config", &file.display().to_string()]);
-    assert_eq!(code, 2, "{err}");
-    for expected in [
-        "telegram.bot_token: is empty",
-        "telegram.allowed_chats: lists no chat: the bot would answer no one",
-        "telegram.api_base: `ftp://x` is not an http(s) URL",
-        "telegram.poll_timeout_seconds: must be between 1 and 50",
-        "telegram: the bot acts through the admin API, which admin_token turns off",
-    ] {
-        assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
-    }
+    crate::authoring::refused_config(
+        "admin_token: ''\ntelegram: {bot_token: '', allowed_chats: [], api_base: 'ftp://x', poll_timeout_seconds: 90}\n",
+        &[
+            "telegram.bot_token: is empty",
+            "telegram.allowed_chats: lists no chat: the bot would answer no one",
+            "telegram.api_base: `ftp://x` is not an http(s) URL",
+            "telegram.poll_timeout_seconds: must be between 1 and 50",
+            "telegram: the bot acts through the admin API, which admin_token turns off",
+        ],
+    );
 }

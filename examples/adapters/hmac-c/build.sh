@@ -15,6 +15,8 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../../.." && pwd)"
 WIT="$REPO/wit"
+# The bounded JSON scanner is the C starter template's (one copy, which `adapter new` hands out).
+SHARED="$REPO/src/authoring/templates/c"
 OUT="$HERE/hmac-openai.wasm"
 WIT_BINDGEN_VERSION=0.63.0
 cd "$HERE"
@@ -87,13 +89,13 @@ if command -v cc >/dev/null; then
     if echo 'int main(void){return 0;}' | cc -x c -fsanitize=address,undefined -o "$T/san" - 2>/dev/null; then
         SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all)
     fi
-    cc -std=c11 -O1 -g "${SAN[@]}" -Wall -Wextra -o "$T/test_openai" test_openai.c openai.c json.c
+    cc -std=c11 -O1 -g "${SAN[@]}" -Wall -Wextra -I"$SHARED" -o "$T/test_openai" test_openai.c openai.c "$SHARED/json.c"
     "$T/test_openai" | tail -n 1
     if [ ${#SAN[@]} -gt 0 ]; then
-        cc -O1 -g "${SAN[@]}" -w -Igen -I. -c gen/adapter_world.c -o "$T/gen.o"
-        cc -std=c11 -O1 -g "${SAN[@]}" -Wall -Wextra -Wno-unused-parameter -Igen -I. \
+        cc -O1 -g "${SAN[@]}" -w -Igen -I. -I"$SHARED" -c gen/adapter_world.c -o "$T/gen.o"
+        cc -std=c11 -O1 -g "${SAN[@]}" -Wall -Wextra -Wno-unused-parameter -Igen -I. -I"$SHARED" \
             -Dexports_switchyard_adapter_adapter_session_new=test_session_new \
-            -o "$T/test_abi" test_abi.c adapter.c openai.c json.c sha256.c "$T/gen.o"
+            -o "$T/test_abi" test_abi.c adapter.c openai.c "$SHARED/json.c" sha256.c "$T/gen.o"
         "$T/test_abi" | tail -n 1
     else
         say "no sanitizers in the native cc: skipping the ownership test"
@@ -104,7 +106,7 @@ fi
 
 # ---- compile and link -----------------------------------------------------------------------
 CFLAGS=(--target="$TRIPLE" --sysroot="$WASI_SYSROOT" -mexec-model=reactor -std=c11 -Wall -Wextra
-    -Wno-unused-parameter -Wno-deprecated -Igen -I.)
+    -Wno-unused-parameter -Wno-deprecated -Igen -I. -I"$SHARED")
 # Only wasi-libc headers: never the host's /usr/include, even when the sysroot is /usr.
 if [ -d "$WASI_SYSROOT/include/$TRIPLE" ]; then
     CFLAGS+=(-nostdinc -isystem "$("$CC" -print-resource-dir)/include" -isystem "$WASI_SYSROOT/include/$TRIPLE")
@@ -117,7 +119,7 @@ LDFLAGS=(-fuse-ld="$WASM_COMPONENT_LD" -nodefaultlibs -lc)
 
 say "compile + link: $CC ${CFLAGS[*]} ... ${LDFLAGS[*]}"
 START=$(date +%s%N)
-"$CC" "${CFLAGS[@]}" adapter.c openai.c json.c sha256.c gen/adapter_world.c gen/adapter_world_component_type.o \
+"$CC" "${CFLAGS[@]}" adapter.c openai.c "$SHARED/json.c" sha256.c gen/adapter_world.c gen/adapter_world_component_type.o \
     "${LDFLAGS[@]}" -o "$OUT"
 END=$(date +%s%N)
 
