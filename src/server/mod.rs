@@ -194,6 +194,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
     let app = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/messages", post(messages::messages).layer(envelope::layer(messages::ANTHROPIC)))
+        .route("/v1/messages/count_tokens", post(messages::count_tokens).layer(envelope::layer(messages::ANTHROPIC)))
         .route("/v1/embeddings", post(embeddings::embeddings).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/images/generations", post(images::images).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/models", get(models::list_models))
@@ -206,7 +207,14 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .with_state(gateway)
 }
 
-async fn not_found(uri: axum::http::Uri) -> impl IntoResponse {
-    ApiError::new(axum::http::StatusCode::NOT_FOUND, ErrorType::InvalidRequest, format!("no route for {}", uri.path()))
-        .code("unknown_url")
+/// An unknown path: in Anthropic's error shape under `/v1/messages` (its clients read only
+/// that), OpenAI's elsewhere.
+async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
+    let error = ApiError::new(
+        axum::http::StatusCode::NOT_FOUND,
+        ErrorType::InvalidRequest,
+        format!("no route for {}", uri.path()),
+    )
+    .code("unknown_url");
+    if uri.path().starts_with("/v1/messages") { messages::error_response(error) } else { error.into_response() }
 }

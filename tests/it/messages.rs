@@ -285,3 +285,63 @@ async fn image_blocks_and_thinking_requests_translate_to_the_unified_form() {
     );
     assert!(seen.get("thinking").is_none(), "the openai adapter drops Anthropic-only fields");
 }
+
+/// What Claude Code sends and the gateway used to refuse or drop: a system message between the
+/// turns, adaptive thinking with an effort; and `count_tokens`, answered without an upstream.
+#[tokio::test]
+async fn claude_code_requests_keep_mid_conversation_system_messages_and_adaptive_thinking() {
+    let mock = MockUpstream::start().await;
+    let gw = gateway(&mock).await;
+    let mut body = anthropic_request("gpt", false);
+    body["messages"]
+        .as_array_mut()
+        .unwrap()
+        .insert(1, json!({"role": "system", "content": [{"type": "text", "text": "Be brief."}]}));
+    body["thinking"] = json!({"type": "adaptive"});
+    body["output_config"] = json!({"effort": "high"});
+    let response = post_messages(&gw, &body).await;
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    let seen = mock.state.requests().pop().unwrap().body;
+    assert_eq!(seen["messages"][0], json!({"role": "system", "content": "You are terse."}));
+    assert_eq!(seen["messages"][2], json!({"role": "system", "content": "Be brief."}), "kept where it was said");
+    assert_eq!(seen["reasoning_effort"], "high", "adaptive thinking is thinking, at the effort asked");
+    assert!(seen.get("disable_thinking").is_none(), "{seen}");
+
+    body["thinking"] = json!({"type": "disabled"});
+    assert_eq!(post_messages(&gw, &body).await.status(), 200);
+    let seen = mock.state.requests().pop().unwrap().body;
+    assert!(seen.get("reasoning_effort").is_none(), "thinking off asks for no effort: {seen}");
+
+    let count = |body: Value| {
+        let gw = &gw;
+        async move {
+            reqwest::Client::new()
+                .post(format!("{}/v1/messages/count_tokens", gw.url))
+                .header("x-api-key", KEY)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let calls_before = mock.state.requests().len();
+    let short = count(json!({"model": "gpt", "messages": [{"role": "user", "content": "Hi"}]})).await;
+    assert_eq!(short.status(), 200);
+    let short: Value = short.json().await.unwrap();
+    let long: Value = count(json!({"model": "gpt", "messages": [{"role": "user", "content": "Hi ".repeat(400)}]}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let (short, long) = (short["input_tokens"].as_u64().unwrap(), long["input_tokens"].as_u64().unwrap());
+    assert!(short > 0 && long > short + 200, "{short} vs {long}");
+    assert_eq!(mock.state.requests().len(), calls_before, "an estimate: nothing goes upstream");
+    let unknown = count(json!({"model": "nosuch", "messages": [{"role": "user", "content": "Hi"}]})).await;
+    assert_eq!(unknown.status(), 404);
+    assert_eq!(unknown.json::<Value>().await.unwrap()["error"]["type"], "not_found_error");
+
+    let other = reqwest::Client::new().post(format!("{}/v1/messages/batches", gw.url)).send().await.unwrap();
+    assert_eq!(other.status(), 404);
+    let other: Value = other.json().await.unwrap();
+    assert_eq!((other["type"].as_str(), other["error"]["type"].as_str()), (Some("error"), Some("not_found_error")));
+}

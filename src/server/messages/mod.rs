@@ -76,6 +76,38 @@ pub async fn messages(
     Ok(response)
 }
 
+/// `POST /v1/messages/count_tokens`: the request's input tokens as the gateway estimates them
+/// (the estimate that prices requests whose upstream reports no usage), for any model this key
+/// may use; the same checks and errors as `/v1/messages`, nothing sent upstream.
+pub async fn count_tokens(
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    mut incoming: Incoming,
+) -> Result<Response, ApiError> {
+    let (runtime, key, bytes) = incoming.arrive().await?;
+    let checked: request::MessagesRequest = parse_json(&bytes)?;
+    tracing::Span::current().record("model", &*checked.model);
+    let Value::Object(raw) =
+        serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::invalid_request(e.to_string()))?
+    else {
+        return Err(ApiError::invalid_request("request body must be a JSON object"));
+    };
+    let unified = request::to_unified(&raw)?.to_string();
+    let call = Call {
+        model: &checked.model,
+        unified: &unified,
+        stream: false,
+        kind: ModelKind::Chat,
+        client_ip: incoming.client_ip,
+        request_id: &request_id,
+        runtime: &runtime,
+        depth: 0,
+        fusion_id: None,
+    };
+    super::scope::plan_candidates(&key, &call)?;
+    let tokens = crate::provider::prompt_estimate(&unified);
+    Ok(axum::Json(serde_json::json!({"input_tokens": tokens})).into_response())
+}
+
 /// Anthropic SSE: events as unified chunks arrive; `message_stop` only after a complete stream,
 /// an `error` event after a failed one.
 fn sse_response(chunks: ChunkStream) -> Response {

@@ -36,6 +36,8 @@ pub struct Message {
 pub enum Role {
     User,
     Assistant,
+    /// Mid-conversation instructions (Claude Code sends one): a unified system message there.
+    System,
 }
 
 #[allow(dead_code)]
@@ -55,6 +57,13 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<Value, ApiError> {
     }
     for (i, message) in request.get("messages").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let role = message["role"].as_str().unwrap_or("user");
+        if role == "system" {
+            let text = blocks_text(&message["content"]);
+            if !text.is_empty() {
+                messages.push(json!({"role": "system", "content": text}));
+            }
+            continue;
+        }
         match &message["content"] {
             Value::String(text) => messages.push(json!({"role": role, "content": text})),
             Value::Array(blocks) if role == "assistant" => messages.push(assistant(blocks)),
@@ -87,11 +96,23 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<Value, ApiError> {
         // message_delta reports usage, so the unified stream must carry it.
         out.insert("stream_options".into(), json!({"include_usage": true}));
     }
-    if let Some(thinking) = request.get("thinking") {
-        if thinking["type"] == "enabled" {
-            out.insert("thinking".into(), thinking.clone());
-        } else {
+    // `enabled` carries its budget; `adaptive` lets the model decide, which the unified form
+    // says as a reasoning effort (`output_config.effort`, else medium); only `disabled` is off.
+    let effort = request.get("output_config").and_then(|c| c.get("effort")).and_then(Value::as_str);
+    match request.get("thinking").and_then(|t| t["type"].as_str()) {
+        Some("enabled") => {
+            out.insert("thinking".into(), request["thinking"].clone());
+        }
+        Some("disabled") => {
             out.insert("disable_thinking".into(), json!(true));
+        }
+        Some(_) => {
+            out.insert("reasoning_effort".into(), json!(effort.unwrap_or("medium")));
+        }
+        None => {
+            if let Some(effort) = effort {
+                out.insert("reasoning_effort".into(), json!(effort));
+            }
         }
     }
     if let Some(tools) = request.get("tools").and_then(Value::as_array) {
