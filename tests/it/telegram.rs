@@ -1,7 +1,8 @@
 //! The operators' Telegram bot against a mock Bot API on loopback (real HTTP, Telegram's JSON
 //! shapes): each command and its effect on the gateway, the inline buttons' callback queries,
-//! a chat not allowed ignored, Telegram's 429 `retry_after` waited out, alerts sent once for a
-//! flapping source, a model no source serves and a key's quota, and the token masked in logs.
+//! a chat not allowed ignored (and logged once, by its id), Telegram's 429 `retry_after` waited
+//! out, alerts sent once for a flapping source, a model no source serves and a key's quota, and
+//! the token masked in logs.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,6 +18,7 @@ use switchyard::domain::{KeyName, ManualClock, Period};
 use switchyard::telegram::{Bot, Pause};
 use tokio::sync::{Notify, mpsc};
 
+use crate::support::binary::Binary;
 use crate::support::{MockUpstream, TestGateway, chat_body, config_with};
 
 const TOKEN: &str = "123456:AAF-test-token-do-not-log-0001";
@@ -187,14 +189,39 @@ fn gateway_yaml(upstream: &MockUpstream, more_keys: &str) -> String {
     ))
 }
 
-/// A gateway in front of `upstream`, and its bot answering the mock Bot API (abort the task to stop it).
-async fn running_bot(upstream: &MockUpstream) -> (TestGateway, BotMock, Arc<Waits>, tokio::task::JoinHandle<()>) {
+/// A gateway, its bot answering the mock Bot API, the bot's waits, and its task (abort it to stop).
+type Running = (TestGateway, BotMock, Arc<Waits>, tokio::task::JoinHandle<()>);
+
+/// A gateway in front of `upstream`, and its bot.
+async fn running_bot(upstream: &MockUpstream) -> Running {
+    bot_for(TestGateway::start(&gateway_yaml(upstream, "")).await).await
+}
+
+/// `gw`'s bot, answering a new mock Bot API.
+async fn bot_for(gw: TestGateway) -> Running {
     let bot_api = BotMock::start().await;
-    let gw = TestGateway::start(&gateway_yaml(upstream, "")).await;
     let waits = Arc::new(Waits::default());
     let bot = Bot::new(gw.gateway.clone(), &telegram(&bot_api), waits.clone());
     let running = tokio::spawn(async move { bot.run().await });
     (gw, bot_api, waits, running)
+}
+
+/// Each slot's `field` as the admin API's health shows it, `source/model value`, in config order.
+async fn slots(gw: &TestGateway, field: &str) -> Vec<String> {
+    let health = gw.admin_json(ADMIN, "/admin/api/health").await;
+    let shown = |s: &Value| {
+        let value = s[field].as_str().map_or_else(|| s[field].to_string(), str::to_string);
+        format!("{}/{} {value}", s["source"].as_str().unwrap(), s["model"].as_str().unwrap())
+    };
+    health["slots"].as_array().unwrap().iter().map(shown).collect()
+}
+
+/// Where the next turn of `chat_body`'s conversation (answered by the fixture) is bound, if anywhere.
+fn bound(gw: &TestGateway) -> Option<String> {
+    let asked = json!({"role": "user", "content": "Hello!"});
+    let answered = json!({"role": "assistant", "content": "\n\nHello there, how may I assist you today?"});
+    let fingerprint = switchyard::scheduler::fingerprint("tester", "127.0.0.1", [&asked, &answered]);
+    gw.gateway.scheduler.bound(&fingerprint).map(|slot| slot.to_string())
 }
 
 #[tokio::test]
@@ -254,10 +281,26 @@ async fn every_command_acts_through_the_admin_api_and_strangers_get_nothing() {
     let (_, text, _) = bot_api.reply().await;
     assert!(text.starts_with("tester (") && text.ends_with("): no quota"), "{text}");
     assert!(!text.contains(crate::support::KEY), "keys are masked: {text}");
-    bot_api.say(OPERATOR, "/stats_reset");
-    assert!(bot_api.reply().await.1.starts_with("Reset the scorer's statistics of"));
+
+    // The served chat bound its conversation to good/m: dropped by source, or all at once.
+    assert_eq!(bound(&gw).as_deref(), Some("good/m"));
+    bot_api.say(OPERATOR, "/affinity_clear flaky");
+    assert_eq!(bot_api.reply().await.1, "Dropped 0 affinity bindings of flaky.");
+    assert_eq!(bound(&gw).as_deref(), Some("good/m"), "another source's binding stays");
+    bot_api.say(OPERATOR, "/affinity_clear good");
+    assert_eq!(bot_api.reply().await.1, "Dropped 1 affinity bindings of good.");
+    assert_eq!(bound(&gw), None);
+    assert_eq!(gw.chat(chat_body("m", false)).await.status(), 200);
+    assert_eq!(bound(&gw).as_deref(), Some("good/m"), "bound again");
     bot_api.say(OPERATOR, "/affinity_clear");
-    assert_eq!(bot_api.reply().await.1, "Dropped 1 affinity bindings.", "the one the served chat made");
+    assert_eq!(bot_api.reply().await.1, "Dropped 1 affinity bindings.");
+    assert_eq!(bound(&gw), None);
+
+    // Both slots are scored (good/m served twice, flaky/f failed once) until the reset.
+    assert_eq!(slots(&gw, "requests").await, ["good/m 2", "flaky/f 1"]);
+    bot_api.say(OPERATOR, "/stats_reset");
+    assert_eq!(bot_api.reply().await.1, "Reset the scorer's statistics of 2 slots.");
+    assert_eq!(slots(&gw, "requests").await, ["good/m 0", "flaky/f 0"]);
     bot_api.say(OPERATOR, "/reboot");
     assert_eq!(bot_api.reply().await.1, "no command /reboot. /help lists the commands.");
 
@@ -274,6 +317,45 @@ async fn every_command_acts_through_the_admin_api_and_strangers_get_nothing() {
     assert_eq!(bot_api.reply().await.1, "Order within a tier is now priority.");
     assert_eq!(gw.gateway.scheduler.selection(), ChannelSelection::Priority);
     assert!(waits.0.lock().unwrap().is_empty(), "nothing failed, so nothing waited");
+    running.abort();
+}
+
+#[tokio::test]
+async fn health_lists_every_slot_and_clear_takes_one_slot_or_all() {
+    let upstream = MockUpstream::start().await;
+    let yaml = format!(
+        "{}  - {{name: spare, base_url: '{}', models: [{{name: g, upstream: error-500}}, {{name: h, upstream: error-500}}]}}\n",
+        gateway_yaml(&upstream, ""),
+        upstream.url
+    );
+    // A clock that stands still: the cooldowns neither end nor reach their probe while the test runs.
+    let clock = Arc::new(ManualClock::at(1_733_260_000_000));
+    let gw = TestGateway::start_with_clock(tempfile::tempdir().unwrap(), &yaml, clock).await;
+    let (gw, mut bot_api, _waits, running) = bot_for(gw).await;
+    for model in ["f", "g", "h"] {
+        assert_eq!(gw.chat(chat_body(model, false)).await.status(), 500, "{model}");
+    }
+
+    bot_api.say(OPERATOR, "/health");
+    let (_, text, _) = bot_api.reply().await;
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "every slot of every source: {text}");
+    assert_eq!(lines[0], "good/m: healthy");
+    for (line, slot) in lines[1..].iter().zip(["flaky/f", "spare/g", "spare/h"]) {
+        assert!(line.starts_with(&format!("{slot}: cooling, ")) && line.ends_with(" s left (1 failures)"), "{text}");
+    }
+
+    bot_api.say(OPERATOR, "/clear spare g");
+    assert_eq!(bot_api.reply().await.1, "Cleared 1 cooldowns of spare/g.");
+    assert_eq!(
+        slots(&gw, "state").await,
+        ["good/m healthy", "flaky/f cooling", "spare/g healthy", "spare/h cooling"],
+        "only that model of that source"
+    );
+    bot_api.say(OPERATOR, "/clear");
+    assert_eq!(bot_api.reply().await.1, "Cleared 2 cooldowns.");
+    assert_eq!(slots(&gw, "state").await, ["good/m healthy", "flaky/f healthy", "spare/g healthy", "spare/h healthy"]);
+    assert!(gw.gateway.scheduler.health().is_empty(), "no cooldown left anywhere");
     running.abort();
 }
 
@@ -358,6 +440,33 @@ async fn alerts_come_once_per_flapping_source_failing_model_and_quota_level() {
     }
 }
 
+/// The real binary with only the bot configured (chat `OPERATOR` allowed), against `bot_api`.
+fn bot_binary(dir: &std::path::Path, bot_api: &BotMock) -> Binary {
+    Binary::start(
+        dir,
+        &format!(
+            "admin_token: {ADMIN}\ntelegram: {{bot_token: '{TOKEN}', allowed_chats: [{OPERATOR}], api_base: '{}', poll_timeout_seconds: 1}}\n",
+            bot_api.url
+        ),
+    )
+}
+
+/// Some line of `lines` contains `what`.
+fn seen(lines: &[String], what: &str) -> bool {
+    lines.iter().any(|l| l.contains(what))
+}
+
+/// Reads the binary's log into `lines` until `done` holds of them (bounded by `GUARD`).
+async fn read_log(gateway: &mut Binary, lines: &mut Vec<String>, done: impl Fn(&[String]) -> bool) {
+    tokio::time::timeout(GUARD, async {
+        while !done(&lines[..]) {
+            lines.push(gateway.log.recv().await.expect("the log goes on"));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the awaited lines are not in the log {lines:?}"));
+}
+
 #[tokio::test]
 async fn the_real_binary_never_logs_the_bot_token() {
     let mut bot_api = BotMock::start().await;
@@ -366,29 +475,38 @@ async fn the_real_binary_never_logs_the_bot_token() {
     *bot_api.state.broken.lock().unwrap() =
         Some((401, format!(r#"{{"ok":false,"error_code":401,"description":"Unauthorized: bot{TOKEN} was revoked"}}"#)));
     let dir = tempfile::tempdir().unwrap();
-    let mut gateway = crate::support::binary::Binary::start(
-        dir.path(),
-        &format!(
-            "admin_token: {ADMIN}\ntelegram: {{bot_token: '{TOKEN}', allowed_chats: [{OPERATOR}], api_base: '{}', poll_timeout_seconds: 1}}\n",
-            bot_api.url
-        ),
-    );
+    let mut gateway = bot_binary(dir.path(), &bot_api);
     bot_api.next("setMyCommands").await;
     bot_api.next("getUpdates").await;
-    let mut lines: Vec<String> = Vec::new();
-    let seen = |lines: &[String], what: &str| lines.iter().any(|l| l.contains(what));
-    tokio::time::timeout(GUARD, async {
-        while !(seen(&lines, "telegram: getUpdates failed") && seen(&lines, "telegram bot started")) {
-            lines.push(gateway.log.recv().await.expect("the log goes on"));
-        }
+    let mut lines = Vec::new();
+    read_log(&mut gateway, &mut lines, |lines| {
+        seen(lines, "telegram: getUpdates failed") && seen(lines, "telegram bot started")
     })
-    .await
-    .unwrap_or_else(|_| panic!("no warning about the Bot API in {lines:?}"));
+    .await;
     let warned = lines.iter().find(|l| l.contains("telegram: getUpdates failed")).unwrap();
     assert!(warned.contains("Unauthorized: bot*** was revoked"), "{warned}");
     let secret = TOKEN.split(':').nth(1).unwrap();
     assert!(lines.iter().all(|l| !l.contains(secret)), "the token leaked: {lines:?}");
     gateway.assert_alive("the Bot API failing").await;
+}
+
+#[tokio::test]
+async fn the_real_binary_logs_a_strangers_chat_id_once_and_answers_only_allowed_chats() {
+    let mut bot_api = BotMock::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = bot_binary(dir.path(), &bot_api);
+    bot_api.say(999, "/clear");
+    bot_api.say(999, "/stats_reset");
+    bot_api.say(OPERATOR, "/help");
+    assert_eq!(bot_api.reply().await.0, OPERATOR, "the first answer is the operator's: the stranger got none");
+    // The operator's command is logged before it runs, after the stranger's messages were handled.
+    let mut lines = Vec::new();
+    let operators = |l: &String| l.contains("telegram command") && l.contains(&format!("chat={OPERATOR}"));
+    read_log(&mut gateway, &mut lines, |lines| lines.iter().any(&operators)).await;
+    let ignored: Vec<&String> =
+        lines.iter().filter(|l| l.contains("ignoring a chat not in telegram.allowed_chats")).collect();
+    assert_eq!(ignored.len(), 1, "logged once, not for every message: {lines:?}");
+    assert!(ignored[0].contains("chat=999"), "with the chat's id: {}", ignored[0]);
 }
 
 #[test]
