@@ -187,4 +187,4 @@ impl GuestSession for Session {
     }
 }
 
-adapter_kit::export!(LuaCompat);
+adapter_kit::export_unified!(LuaCompat);

@@ -175,7 +175,7 @@ pub struct Outcome {
 pub async fn run(adapter: &Arc<Adapter>, case: &Case, dir: &Path) -> Outcome {
     let mut out = Outcome::default();
     let context = case.context.source_context();
-    let mut session = match adapter.open_session_at(&context, Some(case.now_unix_ms)).await {
+    let mut session = match adapter.open_session_at(&context, Some(case.now_unix_ms), false).await {
         Ok(session) => session,
         Err(e) => return failed(format!("the session did not open: {e}")),
     };

@@ -298,7 +298,7 @@ async fn time_stream(
     // A few rounds, so one slow first call does not decide the figure.
     for _ in 0..5 {
         let mut session = adapter
-            .open_session_at(&case.context.source_context(), Some(case.now_unix_ms))
+            .open_session_at(&case.context.source_context(), Some(case.now_unix_ms), false)
             .await
             .map_err(|e| format!("a session does not open: {e}"))?;
         let _ = session.transform_request(&case.request.to_string()).await;

@@ -1,5 +1,5 @@
-//! Host side of the WIT world: generated bindings, the per-store state, and the two imports
-//! imports (log, clock, script, allow-listed fetch) a guest gets. WASI is linked with an empty context: no files, env or sockets.
+//! Host side of the WIT world: generated bindings, the exports an instance has, the per-store
+//! state, and the imports (log, clock, script, allow-listed fetch) a guest gets. WASI is linked with an empty context: no files, env or sockets.
 
 use std::sync::Arc;
 
@@ -11,8 +11,10 @@ use crate::config::AdapterName;
 
 // Exports are async so guest calls run on a fiber: WASI's host side (e.g. a panicking guest
 // writing to stderr) is tokio-based and must not block a runtime worker.
+// The richer world is generated; a component is loaded interface by interface, so one that
+// exports only `adapter-world` (no `native`) runs too.
 wasmtime::component::bindgen!({
-    world: "adapter-world",
+    world: "native-adapter-world",
     path: "wit",
     exports: { default: async },
     // The one import that waits on the network yields the worker instead of blocking it.
@@ -24,6 +26,48 @@ pub use self::switchyard::adapter::types::{
     StreamOutput,
 };
 pub use exports::switchyard::adapter::adapter::{Metadata, SourceContext};
+pub use exports::switchyard::adapter::native::{ClientRequest, NativeOutput, NativeProtocol, NativeResponse};
+
+use exports::switchyard::adapter::{adapter, native};
+
+/// A component's `native` interface.
+pub type NativeGuest = native::Guest;
+
+/// The interfaces one instance exports: always `adapter`, `native` when the component has it.
+pub struct Exports {
+    pub adapter: adapter::Guest,
+    pub native: Option<native::Guest>,
+}
+
+/// A linked component and where its exports are, found once per component.
+#[derive(Clone)]
+pub struct ExportsPre {
+    pre: wasmtime::component::InstancePre<GuestState>,
+    adapter: adapter::GuestIndices,
+    native: Option<native::GuestIndices>,
+}
+
+impl ExportsPre {
+    pub fn new(pre: wasmtime::component::InstancePre<GuestState>) -> Result<ExportsPre> {
+        let adapter = adapter::GuestIndices::new(&pre)?;
+        // Absent is fine (an adapter-world component); present but malformed is not.
+        let native = match pre.component().get_export_index(None, "switchyard:adapter/native@0.1.0") {
+            None => None,
+            Some(_) => Some(native::GuestIndices::new(&pre)?),
+        };
+        Ok(ExportsPre { pre, adapter, native })
+    }
+
+    pub async fn instantiate_async(&self, store: &mut wasmtime::Store<GuestState>) -> Result<Exports> {
+        let instance = self.pre.instantiate_async(&mut *store).await?;
+        let adapter = self.adapter.load(&mut *store, &instance)?;
+        let native = match &self.native {
+            Some(indices) => Some(indices.load(&mut *store, &instance)?),
+            None => None,
+        };
+        Ok(Exports { adapter, native })
+    }
+}
 
 impl ErrorKind {
     /// As the WIT spells it (`rate-limit`), which is how authors write it in test cases.

@@ -22,8 +22,8 @@ use wasmtime::{Engine, Store};
 
 pub use crate::domain::{AdapterGrant, SandboxLimits};
 pub use bindings::{
-    ErrorKind, GuestError, HttpRequest, HttpResponse, Metadata, Operation, SourceContext, StreamEvent, StreamFraming,
-    StreamOutput,
+    ClientRequest, ErrorKind, GuestError, HttpRequest, HttpResponse, Metadata, NativeOutput, NativeProtocol,
+    NativeResponse, Operation, SourceContext, StreamEvent, StreamFraming, StreamOutput,
 };
 pub use cache::CacheOutcome;
 pub use catalog::{AdapterOrigin, BUILTIN_ADAPTERS};
@@ -31,7 +31,7 @@ pub use error::{GuestCall, SandboxCause, SandboxError};
 pub use lua::BUNDLED_SCRIPTS;
 pub use session::{AdapterSession, GuestResult};
 
-use bindings::{AdapterWorld, AdapterWorldPre, GuestState};
+use bindings::{ExportsPre, GuestState, NativeAdapterWorld};
 use cache::ComponentCache;
 use engine::EpochTicker;
 pub use engine::MAX_CORE_INSTANCES;
@@ -55,7 +55,10 @@ pub struct Adapter {
     /// A Lua adapter's script (its instances run the Lua-compat component).
     script: Option<Arc<str>>,
     allow_hosts: Arc<[String]>,
-    pre: AdapterWorldPre<GuestState>,
+    /// The client protocols it forwards untranslated (`native` interface), with the client
+    /// headers each one is handed.
+    native: Vec<NativeProtocol>,
+    pre: ExportsPre,
     engine: Engine,
     limits: Arc<SandboxLimits>,
     pool: InstancePool,
@@ -134,17 +137,37 @@ impl Adapter {
         self.pool.set_capacity(capacity);
     }
 
-    /// Checks out an instance (warm if one is idle) and opens a guest session on it.
-    pub async fn open_session(self: &Arc<Self>, context: &SourceContext) -> Result<AdapterSession, SandboxError> {
-        self.open_session_at(context, None).await
+    /// The client headers handed over when it forwards `protocol` natively; `None` when it
+    /// does not forward that protocol.
+    pub fn native_headers(&self, protocol: &str) -> Option<&[String]> {
+        self.native.iter().find(|p| p.name == protocol).map(|p| p.headers.as_slice())
     }
 
-    /// `open_session` with the guest's clock fixed at `now_ms` for the whole session (recorded
-    /// test cases replay with the time they were written with).
+    /// The client protocols it forwards natively.
+    pub fn native_protocols(&self) -> impl Iterator<Item = &str> {
+        self.native.iter().map(|p| p.name.as_str())
+    }
+
+    /// Checks out an instance (warm if one is idle) and opens a guest session on it.
+    pub async fn open_session(self: &Arc<Self>, context: &SourceContext) -> Result<AdapterSession, SandboxError> {
+        self.open_session_at(context, None, false).await
+    }
+
+    /// Opens a native session (see [`Adapter::native_headers`]): the client's request as sent.
+    pub async fn open_native_session(
+        self: &Arc<Self>,
+        context: &SourceContext,
+    ) -> Result<AdapterSession, SandboxError> {
+        self.open_session_at(context, None, true).await
+    }
+
+    /// `open_session` (or a native one) with the guest's clock fixed at `now_ms` for the whole
+    /// session (recorded test cases replay with the time they were written with).
     pub async fn open_session_at(
         self: &Arc<Self>,
         context: &SourceContext,
         now_ms: Option<u64>,
+        native: bool,
     ) -> Result<AdapterSession, SandboxError> {
         let permit =
             self.pool.acquire(CHECKOUT_WAIT).await.ok_or_else(|| {
@@ -165,10 +188,16 @@ impl Adapter {
         };
         instance.store.data_mut().fixed_now_ms = now_ms;
         instance.store.set_epoch_deadline(self.limits.deadline_ticks());
-        let opened =
-            instance.world.switchyard_adapter_adapter().session().call_constructor(&mut instance.store, context).await;
+        let opened = match (native, &instance.world.native) {
+            (false, _) => instance.world.adapter.session().call_constructor(&mut instance.store, context).await,
+            (true, Some(exports)) => exports.native_session().call_constructor(&mut instance.store, context).await,
+            (true, None) => {
+                let cause = SandboxCause::Trap("the component exports no `native` interface".into());
+                return Err(self.sandbox_error(GuestCall::OpenSession, cause));
+            }
+        };
         match opened {
-            Ok(resource) => Ok(AdapterSession::new(self.clone(), instance, resource, permit)),
+            Ok(resource) => Ok(AdapterSession::new(self.clone(), instance, resource, native, permit)),
             Err(e) => Err(self.sandbox_error(GuestCall::OpenSession, self.trap_cause(&e, instance.store.data()))),
         }
     }
@@ -183,8 +212,7 @@ impl Adapter {
         let started = std::time::Instant::now();
         let mut instance = self.instantiate().await?;
         instance.store.set_epoch_deadline(self.limits.deadline_ticks());
-        let opened =
-            instance.world.switchyard_adapter_adapter().session().call_constructor(&mut instance.store, context).await;
+        let opened = instance.world.adapter.session().call_constructor(&mut instance.store, context).await;
         match opened {
             Ok(_) => Ok(started.elapsed()),
             Err(e) => Err(self.sandbox_error(GuestCall::OpenSession, self.trap_cause(&e, instance.store.data()))),
@@ -248,7 +276,7 @@ pub struct PluginHost {
     /// The built-ins, for when an override of one is deleted.
     builtins: HashMap<AdapterName, Arc<Adapter>>,
     /// The Lua-compat component, linked once for every script.
-    lua_pre: std::sync::OnceLock<AdapterWorldPre<GuestState>>,
+    lua_pre: std::sync::OnceLock<ExportsPre>,
     /// Every adapter's guest call durations (the metrics registry reads the same family).
     call_durations: CallDurations,
     _ticker: EpochTicker,
@@ -281,7 +309,7 @@ impl PluginHost {
             .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e}"))?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| anyhow::anyhow!("linking WASI: {e}"))?;
-        AdapterWorld::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |state| state)
+        NativeAdapterWorld::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |state| state)
             .map_err(|e| anyhow::anyhow!("linking host imports: {e}"))?;
         let mut host = PluginHost {
             grants,
@@ -386,6 +414,7 @@ impl PluginHost {
             },
             allow_hosts: grant.allow_hosts.into(),
             script,
+            native: Vec::new(),
             pre,
             engine: self.engine.clone(),
             limits,
@@ -396,16 +425,23 @@ impl PluginHost {
         // One throwaway instance proves the component runs and tells us what it is.
         let mut probe = adapter.instantiate().await.map_err(|e| e.to_string())?;
         probe.store.set_epoch_deadline(self.limits.deadline_ticks());
-        adapter.metadata =
-            probe.world.switchyard_adapter_adapter().call_describe(&mut probe.store).await.map_err(|e| {
-                // A guest that logged why before it trapped (a Lua script that does not load) says so.
-                match probe.store.data().last_error.clone() {
-                    Some(reason) => reason,
-                    None => adapter
-                        .sandbox_error(GuestCall::Describe, adapter.trap_cause(&e, probe.store.data()))
-                        .to_string(),
-                }
-            })?;
+        let failed = |e: wasmtime::Error, adapter: &Adapter, state: &GuestState| {
+            // A guest that logged why before it trapped (a Lua script that does not load) says so.
+            match state.last_error.clone() {
+                Some(reason) => reason,
+                None => adapter.sandbox_error(GuestCall::Describe, adapter.trap_cause(&e, state)).to_string(),
+            }
+        };
+        adapter.metadata = match probe.world.adapter.call_describe(&mut probe.store).await {
+            Ok(metadata) => metadata,
+            Err(e) => return Err(failed(e, &adapter, probe.store.data())),
+        };
+        if let Some(native) = &probe.world.native {
+            adapter.native = match native.call_protocols(&mut probe.store).await {
+                Ok(protocols) => protocols.into_iter().take(8).collect(),
+                Err(e) => return Err(failed(e, &adapter, probe.store.data())),
+            };
+        }
         Ok(adapter)
     }
 
@@ -468,7 +504,7 @@ impl PluginHost {
     }
 
     /// Compiles (or loads from the cache) and links a component.
-    fn prepare(&self, wasm: &[u8], report: &mut LoadReport) -> Result<AdapterWorldPre<GuestState>, String> {
+    fn prepare(&self, wasm: &[u8], report: &mut LoadReport) -> Result<ExportsPre, String> {
         let (component, outcome) =
             self.cache.load(&self.engine, wasm).map_err(|e| format!("not a valid WebAssembly component: {e}"))?;
         match outcome {
@@ -478,7 +514,7 @@ impl PluginHost {
         let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
             format!("does not fit the switchyard:adapter world (or imports what the sandbox denies): {e}")
         })?;
-        AdapterWorldPre::new(instance_pre).map_err(|e| format!("does not export the switchyard:adapter world: {e}"))
+        ExportsPre::new(instance_pre).map_err(|e| format!("does not export the switchyard:adapter world: {e}"))
     }
 
     pub fn adapter(&self, name: &AdapterName) -> Option<Arc<Adapter>> {

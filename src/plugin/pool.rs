@@ -7,12 +7,12 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::Store;
 
-use super::bindings::{AdapterWorld, GuestState};
+use super::bindings::{Exports, GuestState};
 
 /// One live instance and the store that owns it.
 pub struct Instance {
     pub store: Store<GuestState>,
-    pub world: AdapterWorld,
+    pub world: Exports,
     /// The previous session's guest resource, dropped at the next checkout (drops are async
     /// guest calls, which `Drop` cannot make).
     pub stale: Option<wasmtime::component::ResourceAny>,

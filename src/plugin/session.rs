@@ -8,7 +8,10 @@ use wasmtime::component::ResourceAny;
 use wasmtime::{Store, Trap};
 
 use super::Adapter;
-use super::bindings::{AdapterWorld, GuestError, GuestState, HttpRequest, HttpResponse, StreamEvent, StreamOutput};
+use super::bindings::{
+    ClientRequest, Exports, GuestError, GuestState, HttpRequest, HttpResponse, NativeOutput, NativeResponse,
+    StreamEvent, StreamOutput,
+};
 use super::error::{GuestCall, SandboxCause, SandboxError};
 use super::pool::{Instance, PoolPermit};
 
@@ -19,6 +22,8 @@ pub struct AdapterSession {
     adapter: Arc<Adapter>,
     instance: Option<Instance>,
     resource: ResourceAny,
+    /// A `native-session` (the client's protocol in and out), not a unified `session`.
+    native: bool,
     /// Set once a call trapped or broke a limit: the instance is never reused.
     poisoned: bool,
     _permit: PoolPermit,
@@ -27,11 +32,18 @@ pub struct AdapterSession {
 }
 
 impl AdapterSession {
-    pub(super) fn new(adapter: Arc<Adapter>, instance: Instance, resource: ResourceAny, permit: PoolPermit) -> Self {
+    pub(super) fn new(
+        adapter: Arc<Adapter>,
+        instance: Instance,
+        resource: ResourceAny,
+        native: bool,
+        permit: PoolPermit,
+    ) -> Self {
         AdapterSession {
             adapter,
             instance: Some(instance),
             resource,
+            native,
             poisoned: false,
             _permit: permit,
             call_started: None,
@@ -49,9 +61,7 @@ impl AdapterSession {
 
     pub async fn transform_request(&mut self, unified: &str) -> GuestResult<HttpRequest> {
         let (store, world, session, wall) = self.enter(GuestCall::TransformRequest, unified.len())?;
-        let result =
-            bounded(wall, world.switchyard_adapter_adapter().session().call_transform_request(store, session, unified))
-                .await;
+        let result = bounded(wall, world.adapter.session().call_transform_request(store, session, unified)).await;
         let out = self.settle(GuestCall::TransformRequest, result)?;
         self.retire_after_script_error(&out);
         if let Ok(request) = &out {
@@ -65,11 +75,7 @@ impl AdapterSession {
 
     pub async fn transform_response(&mut self, response: &HttpResponse) -> GuestResult<String> {
         let (store, world, session, wall) = self.enter(GuestCall::TransformResponse, response.body.len())?;
-        let result = bounded(
-            wall,
-            world.switchyard_adapter_adapter().session().call_transform_response(store, session, response),
-        )
-        .await;
+        let result = bounded(wall, world.adapter.session().call_transform_response(store, session, response)).await;
         let out = self.settle(GuestCall::TransformResponse, result)?;
         self.retire_after_script_error(&out);
         if let Ok(body) = &out {
@@ -80,11 +86,7 @@ impl AdapterSession {
 
     pub async fn transform_stream_chunk(&mut self, event: &StreamEvent) -> GuestResult<StreamOutput> {
         let (store, world, session, wall) = self.enter(GuestCall::TransformStreamChunk, event.data.len())?;
-        let result = bounded(
-            wall,
-            world.switchyard_adapter_adapter().session().call_transform_stream_chunk(store, session, event),
-        )
-        .await;
+        let result = bounded(wall, world.adapter.session().call_transform_stream_chunk(store, session, event)).await;
         let out = self.settle(GuestCall::TransformStreamChunk, result)?;
         self.retire_after_script_error(&out);
         self.check_stream_output(GuestCall::TransformStreamChunk, &out)?;
@@ -93,12 +95,88 @@ impl AdapterSession {
 
     pub async fn finish_stream(&mut self) -> GuestResult<StreamOutput> {
         let (store, world, session, wall) = self.enter(GuestCall::FinishStream, 0)?;
-        let result =
-            bounded(wall, world.switchyard_adapter_adapter().session().call_finish_stream(store, session)).await;
+        let result = bounded(wall, world.adapter.session().call_finish_stream(store, session)).await;
         let out = self.settle(GuestCall::FinishStream, result)?;
         self.retire_after_script_error(&out);
         self.check_stream_output(GuestCall::FinishStream, &out)?;
         Ok(out)
+    }
+
+    /// Whether this is a native session (the `native_*` calls), not a unified one.
+    pub fn is_native(&self) -> bool {
+        self.native
+    }
+
+    pub async fn native_transform_request(&mut self, request: &ClientRequest) -> GuestResult<HttpRequest> {
+        let (store, world, session, wall) = self.enter_native(GuestCall::TransformRequest, request.body.len())?;
+        let result = bounded(wall, world.native_session().call_transform_request(store, session, request)).await;
+        let out = self.settle(GuestCall::TransformRequest, result)?;
+        if let Ok(request) = &out {
+            let bytes = request.body.len()
+                + request.url.len()
+                + request.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+            self.check_output(GuestCall::TransformRequest, bytes)?;
+        }
+        Ok(out)
+    }
+
+    pub async fn native_transform_response(&mut self, response: &HttpResponse) -> GuestResult<NativeResponse> {
+        let (store, world, session, wall) = self.enter_native(GuestCall::TransformResponse, response.body.len())?;
+        let result = bounded(wall, world.native_session().call_transform_response(store, session, response)).await;
+        let out = self.settle(GuestCall::TransformResponse, result)?;
+        if let Ok(answer) = &out {
+            self.check_output(GuestCall::TransformResponse, answer.body.len() + answer.unified.len())?;
+        }
+        Ok(out)
+    }
+
+    pub async fn native_stream_chunk(&mut self, event: &StreamEvent) -> GuestResult<NativeOutput> {
+        let (store, world, session, wall) = self.enter_native(GuestCall::TransformStreamChunk, event.data.len())?;
+        let result = bounded(wall, world.native_session().call_transform_stream_chunk(store, session, event)).await;
+        let out = self.settle(GuestCall::TransformStreamChunk, result)?;
+        self.check_native_output(GuestCall::TransformStreamChunk, &out)?;
+        Ok(out)
+    }
+
+    pub async fn native_finish_stream(&mut self) -> GuestResult<NativeOutput> {
+        let (store, world, session, wall) = self.enter_native(GuestCall::FinishStream, 0)?;
+        let result = bounded(wall, world.native_session().call_finish_stream(store, session)).await;
+        let out = self.settle(GuestCall::FinishStream, result)?;
+        self.check_native_output(GuestCall::FinishStream, &out)?;
+        Ok(out)
+    }
+
+    /// `enter` for a native session: its component's `native` interface.
+    #[allow(clippy::type_complexity)]
+    fn enter_native(
+        &mut self,
+        call: GuestCall,
+        input_bytes: usize,
+    ) -> Result<(&mut Store<GuestState>, &super::bindings::NativeGuest, ResourceAny, Duration), SandboxError> {
+        let adapter = self.adapter.clone();
+        let (store, world, session, wall) = self.enter(call, input_bytes)?;
+        match world.native.as_ref() {
+            Some(native) => Ok((store, native, session, wall)),
+            None => {
+                Err(adapter
+                    .sandbox_error(call, SandboxCause::Trap("the component exports no `native` interface".into())))
+            }
+        }
+    }
+
+    fn check_native_output(
+        &mut self,
+        call: GuestCall,
+        out: &Result<NativeOutput, GuestError>,
+    ) -> Result<(), SandboxError> {
+        match out {
+            Ok(o) => self.check_output(
+                call,
+                o.chunks.iter().map(String::len).sum::<usize>()
+                    + o.events.iter().map(|e| e.event.len() + e.data.len()).sum::<usize>(),
+            ),
+            Err(_) => Ok(()),
+        }
     }
 
     fn check_stream_output(
@@ -128,7 +206,7 @@ impl AdapterSession {
         &mut self,
         call: GuestCall,
         input_bytes: usize,
-    ) -> Result<(&mut Store<GuestState>, &AdapterWorld, ResourceAny, Duration), SandboxError> {
+    ) -> Result<(&mut Store<GuestState>, &Exports, ResourceAny, Duration), SandboxError> {
         if self.poisoned {
             return Err(self.adapter.sandbox_error(call, SandboxCause::Trap("instance already failed".into())));
         }

@@ -15,11 +15,13 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use error::{AttemptError, TimeoutPhase};
 pub use framing::{FrameError, split as split_events};
-pub use stream::{ChunkStream, OnEnd, StreamEnd};
+pub use stream::{ChunkStream, OnEnd, StreamEnd, sse_frame};
 pub use tally::{Tally, prompt_estimate};
 
 use crate::config::{Config, ModelConfig, SourceConfig, SourceName};
-use crate::plugin::{Adapter, GuestError, HttpRequest, HttpResponse, Operation, SourceContext};
+use crate::plugin::{
+    Adapter, AdapterSession, ClientRequest, GuestError, HttpRequest, HttpResponse, Operation, SourceContext,
+};
 
 /// Largest upstream response body read into memory (non-streaming answers, error bodies).
 const MAX_RESPONSE_BYTES: usize = 64 << 20;
@@ -30,6 +32,25 @@ pub struct Target<'a> {
     pub model: &'a ModelConfig,
     pub adapter: &'a Arc<Adapter>,
     pub operation: Operation,
+    /// The client's request as sent, when this adapter forwards the client's protocol
+    /// natively: the attempt then runs a native session and answers in that protocol.
+    pub native: Option<&'a ClientRequest>,
+}
+
+/// A whole answer: unified, or (a native session's) in the client's protocol with a unified
+/// copy for the books.
+pub enum Completion {
+    Unified(String),
+    Native { body: Vec<u8>, unified: String },
+}
+
+impl Completion {
+    /// The unified form, which the books read.
+    pub fn unified(&self) -> &str {
+        match self {
+            Completion::Unified(unified) | Completion::Native { unified, .. } => unified,
+        }
+    }
 }
 
 impl Target<'_> {
@@ -121,10 +142,26 @@ impl Provider {
         permit.ok()?.ok()
     }
 
-    /// A non-streaming request: the unified response JSON, and how long the head took.
-    pub async fn complete(&self, target: &Target<'_>, unified: &str) -> Result<(String, Duration), AttemptError> {
-        let mut session = target.adapter.open_session(&target.context()).await?;
-        let request = translated(target, session.transform_request(unified).await)?;
+    /// Opens the attempt's session (native when the target says so) and lets it build the
+    /// upstream request.
+    async fn open(&self, target: &Target<'_>, unified: &str) -> Result<(AdapterSession, HttpRequest), AttemptError> {
+        match target.native {
+            Some(client) => {
+                let mut session = target.adapter.open_native_session(&target.context()).await?;
+                let request = translated(target, session.native_transform_request(client).await)?;
+                Ok((session, request))
+            }
+            None => {
+                let mut session = target.adapter.open_session(&target.context()).await?;
+                let request = translated(target, session.transform_request(unified).await)?;
+                Ok((session, request))
+            }
+        }
+    }
+
+    /// A non-streaming request: the answer, and how long the head took.
+    pub async fn complete(&self, target: &Target<'_>, unified: &str) -> Result<(Completion, Duration), AttemptError> {
+        let (mut session, request) = self.open(target, unified).await?;
         let timeout = target.source.timeout();
         let started = tokio::time::Instant::now();
         let exchange = async {
@@ -137,15 +174,14 @@ impl Provider {
             phase: TimeoutPhase::Total,
             after: timeout,
         })??;
-        guest(target.source, session.transform_response(&response).await).map(|body| (body, head))
+        answer(target.source, &mut session, &response).await.map(|body| (body, head))
     }
 
     /// A streaming request: resolves once the upstream answered 2xx; the stream then yields
     /// unified chunks as upstream events arrive, holding the adapter session to the end. The
     /// first event must come within the first-byte timeout of sending, the head included.
     pub async fn stream(&self, target: &Target<'_>, unified: &str) -> Result<ChunkStream, AttemptError> {
-        let mut session = target.adapter.open_session(&target.context()).await?;
-        let request = translated(target, session.transform_request(unified).await)?;
+        let (mut session, request) = self.open(target, unified).await?;
         let timeout = target.source.first_byte_timeout();
         let first_event_by = tokio::time::Instant::now() + timeout;
         let response = tokio::time::timeout_at(first_event_by, self.send(target, request)).await.map_err(|_| {
@@ -165,7 +201,7 @@ impl Provider {
                         after: timeout,
                     }
                 })??;
-            return Err(match guest(target.source, session.transform_response(&response).await) {
+            return Err(match answer(target.source, &mut session, &response).await {
                 Err(e) => e,
                 Ok(_) => AttemptError::Upstream {
                     source_name: target.source.name.clone(),
@@ -253,6 +289,20 @@ fn translated(
             message: scrub(target.source, &bounded(verdict.message)),
         }),
         Err(sandbox) => Err(AttemptError::Sandbox(sandbox)),
+    }
+}
+
+/// The session's reading of a whole upstream response.
+async fn answer(
+    source: &SourceConfig,
+    session: &mut AdapterSession,
+    response: &HttpResponse,
+) -> Result<Completion, AttemptError> {
+    if session.is_native() {
+        let native = guest(source, session.native_transform_response(response).await)?;
+        Ok(Completion::Native { body: native.body, unified: native.unified })
+    } else {
+        guest(source, session.transform_response(response).await).map(Completion::Unified)
     }
 }
 

@@ -13,7 +13,7 @@ use super::framing::{EventStream, FrameError};
 use super::tally::Tally;
 use super::{AttemptError, Target, TimeoutPhase, guest};
 use crate::config::SourceConfig;
-use crate::plugin::{AdapterSession, StreamOutput};
+use crate::plugin::{AdapterSession, StreamEvent};
 
 /// How a stream ended, for the books.
 pub enum StreamEnd<'a> {
@@ -29,16 +29,29 @@ pub enum StreamEnd<'a> {
 /// client; when the client hangs up, as the stream is dropped.
 pub type OnEnd = Box<dyn FnOnce(StreamEnd<'_>) + Send>;
 
-/// Unified chunks (`chat.completion.chunk` JSON); an `Err` item is final.
+/// What a stream carries: unified chunks (`chat.completion.chunk` JSON) or, from a native
+/// session, the client's own SSE frames; an `Err` item is final.
 pub struct ChunkStream {
     /// The source's concurrency place; declared first so it is released before the upstream
     /// connection closes.
     permit: Option<super::SourcePermit>,
-    inner: BoxStream<'static, Result<String, AttemptError>>,
+    inner: BoxStream<'static, Result<Piece, AttemptError>>,
+    /// Items are SSE frames in the client's protocol (a native session), not unified chunks.
+    native: bool,
     tally: Tally,
     on_end: Option<OnEnd>,
     /// Usage-only chunks are counted but not passed on (the client did not ask for them).
     hide_usage: bool,
+}
+
+/// One item of the inner stream.
+enum Piece {
+    /// A unified chunk: counted, and passed on.
+    Chunk(String),
+    /// A unified chunk a native session gave for the books: counted, not passed on.
+    Book(String),
+    /// An SSE frame in the client's protocol: passed on as it is.
+    Wire(String),
 }
 
 struct State {
@@ -51,7 +64,7 @@ struct State {
     total: Duration,
     /// Until the first event has come, it must come by then (`first_byte_timeout_seconds`).
     first_event_by: Option<(tokio::time::Instant, Duration)>,
-    pending: VecDeque<String>,
+    pending: VecDeque<Piece>,
     finished: bool,
 }
 
@@ -62,9 +75,9 @@ impl ChunkStream {
     pub async fn first_chunk(mut self) -> Result<ChunkStream, AttemptError> {
         match self.inner.next().await {
             Some(Err(e)) => Err(e),
-            Some(Ok(chunk)) => {
+            Some(Ok(piece)) => {
                 let rest = std::mem::replace(&mut self.inner, futures::stream::empty().boxed());
-                self.inner = futures::stream::once(async { Ok(chunk) }).chain(rest).boxed();
+                self.inner = futures::stream::once(async { Ok(piece) }).chain(rest).boxed();
                 Ok(self)
             }
             None => {
@@ -90,12 +103,19 @@ impl ChunkStream {
     /// A stream of chunks already in hand (an answer chosen after the fact, e.g. by a judge).
     pub fn replay(chunks: Vec<String>) -> ChunkStream {
         ChunkStream {
-            inner: futures::stream::iter(chunks.into_iter().map(Ok)).boxed(),
+            inner: futures::stream::iter(chunks.into_iter().map(|c| Ok(Piece::Chunk(c)))).boxed(),
             permit: None,
+            native: false,
             tally: Tally::default(),
             on_end: None,
             hide_usage: false,
         }
+    }
+
+    /// Whether its items are SSE frames in the client's protocol (from a native session)
+    /// rather than unified chunks.
+    pub fn is_native(&self) -> bool {
+        self.native
     }
 
     /// Keeps the source's concurrency place for as long as the stream lives.
@@ -111,6 +131,7 @@ impl ChunkStream {
         first_event_by: tokio::time::Instant,
     ) -> ChunkStream {
         let total = target.source.stream_timeout();
+        let native = session.is_native();
         let state = State {
             session,
             events,
@@ -125,6 +146,7 @@ impl ChunkStream {
         ChunkStream {
             inner: futures::stream::unfold(state, next).boxed(),
             permit: None,
+            native,
             tally: Tally::default(),
             on_end: None,
             hide_usage: false,
@@ -137,25 +159,32 @@ impl Stream for ChunkStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         loop {
-            let item = std::task::ready!(self.inner.poll_next_unpin(cx));
-            match &item {
-                Some(Ok(chunk)) => {
-                    let usage_only = self.tally.add_chunk(chunk);
+            let item = match std::task::ready!(self.inner.poll_next_unpin(cx)) {
+                Some(Ok(Piece::Chunk(chunk))) => {
+                    let usage_only = self.tally.add_chunk(&chunk);
                     if usage_only && self.hide_usage {
                         continue;
                     }
+                    Some(Ok(chunk))
                 }
+                Some(Ok(Piece::Book(chunk))) => {
+                    self.tally.add_chunk(&chunk);
+                    continue;
+                }
+                Some(Ok(Piece::Wire(frame))) => Some(Ok(frame)),
                 Some(Err(e)) => {
                     if let Some(f) = self.on_end.take() {
-                        f(StreamEnd::Failed(e, std::mem::take(&mut self.tally)));
+                        f(StreamEnd::Failed(&e, std::mem::take(&mut self.tally)));
                     }
+                    Some(Err(e))
                 }
                 None => {
                     if let Some(f) = self.on_end.take() {
                         f(StreamEnd::Complete(std::mem::take(&mut self.tally)));
                     }
+                    None
                 }
-            }
+            };
             return Poll::Ready(item);
         }
     }
@@ -169,10 +198,10 @@ impl Drop for ChunkStream {
     }
 }
 
-async fn next(mut st: State) -> Option<(Result<String, AttemptError>, State)> {
+async fn next(mut st: State) -> Option<(Result<Piece, AttemptError>, State)> {
     loop {
-        if let Some(chunk) = st.pending.pop_front() {
-            return Some((Ok(chunk), st));
+        if let Some(piece) = st.pending.pop_front() {
+            return Some((Ok(piece), st));
         }
         if st.finished {
             return None;
@@ -180,7 +209,7 @@ async fn next(mut st: State) -> Option<(Result<String, AttemptError>, State)> {
         match step(&mut st).await {
             Ok(out) => {
                 st.finished = out.done;
-                st.pending.extend(out.chunks);
+                st.pending.extend(out.pieces);
             }
             Err(e) => {
                 st.finished = true;
@@ -190,8 +219,31 @@ async fn next(mut st: State) -> Option<(Result<String, AttemptError>, State)> {
     }
 }
 
+/// What one step gave: pieces in order, and whether the upstream signalled its end.
+struct Step {
+    pieces: Vec<Piece>,
+    done: bool,
+}
+
+/// One event in SSE form: `event:` unless it is the default `message`, a `data:` line per line.
+pub fn sse_frame(event: &StreamEvent) -> String {
+    let mut frame = String::with_capacity(event.data.len() + event.event.len() + 16);
+    if !event.event.is_empty() && event.event != "message" {
+        frame.push_str("event: ");
+        frame.push_str(&event.event);
+        frame.push('\n');
+    }
+    for line in event.data.split('\n') {
+        frame.push_str("data: ");
+        frame.push_str(line.strip_suffix('\r').unwrap_or(line));
+        frame.push('\n');
+    }
+    frame.push('\n');
+    frame
+}
+
 /// Reads one upstream event (or the end) and translates it.
-async fn step(st: &mut State) -> Result<StreamOutput, AttemptError> {
+async fn step(st: &mut State) -> Result<Step, AttemptError> {
     let source = &st.source;
     let idle_at = tokio::time::Instant::now() + st.idle;
     let mut limit = if idle_at < st.deadline {
@@ -218,7 +270,34 @@ async fn step(st: &mut State) -> Result<StreamOutput, AttemptError> {
             retry_after: None,
             code: None,
         }),
-        Ok(Some(Ok(event))) => guest(source, st.session.transform_stream_chunk(&event).await),
-        Ok(None) => guest(source, st.session.finish_stream().await).map(|out| StreamOutput { done: true, ..out }),
+        Ok(Some(Ok(event))) if st.session.is_native() => {
+            guest(source, st.session.native_stream_chunk(&event).await).map(native_step)
+        }
+        Ok(Some(Ok(event))) => guest(source, st.session.transform_stream_chunk(&event).await)
+            .map(|out| Step { pieces: out.chunks.into_iter().map(Piece::Chunk).collect(), done: out.done }),
+        Ok(None) if st.session.is_native() => {
+            guest(source, st.session.native_finish_stream().await).map(|out| Step { done: true, ..native_step(out) })
+        }
+        Ok(None) => guest(source, st.session.finish_stream().await)
+            .map(|out| Step { pieces: out.chunks.into_iter().map(Piece::Chunk).collect(), done: true }),
+    }
+}
+
+/// A native session's output: the client's frames, then the books' chunks.
+fn native_step(out: crate::plugin::NativeOutput) -> Step {
+    let frames = out.events.iter().map(|event| Piece::Wire(sse_frame(event)));
+    Step { pieces: frames.chain(out.chunks.into_iter().map(Piece::Book)).collect(), done: out.done }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_name_their_event_and_split_data_lines() {
+        let event = |event: &str, data: &str| StreamEvent { event: event.into(), data: data.into() };
+        assert_eq!(sse_frame(&event("message_stop", "{}")), "event: message_stop\ndata: {}\n\n");
+        assert_eq!(sse_frame(&event("message", "[DONE]")), "data: [DONE]\n\n");
+        assert_eq!(sse_frame(&event("", "a\r\nb")), "data: a\ndata: b\n\n");
     }
 }

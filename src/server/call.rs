@@ -9,10 +9,46 @@ use super::Runtime;
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
-/// What the upstream gave back, still in the unified form.
+/// What the upstream gave back: in the unified form, or (from a native session) in the
+/// client's own protocol. A stream says which with [`ChunkStream::is_native`].
 pub enum Answer {
     Complete(String),
+    /// A whole answer in the client's protocol, as the upstream sent it.
+    Native(Vec<u8>),
     Stream(ChunkStream),
+}
+
+/// The client's request as it arrived, offered to adapters that forward its protocol
+/// natively (see `wit/adapter.wit`, interface `native`).
+#[derive(Clone, Copy)]
+pub struct Native<'a> {
+    /// `anthropic-messages`, `openai-chat` or `openai-responses`.
+    pub protocol: &'static str,
+    pub body: &'a [u8],
+    pub headers: &'a HeaderMap,
+}
+
+/// Headers never handed to an adapter, whatever it asks for: the client's credentials.
+const CREDENTIALS: &[&str] =
+    &["authorization", "proxy-authorization", "cookie", "x-api-key", "api-key", "x-goog-api-key"];
+
+impl Native<'_> {
+    /// The request for an adapter that forwards this protocol and asked for `names` headers.
+    pub fn for_adapter(&self, names: &[String]) -> crate::plugin::ClientRequest {
+        let headers = names
+            .iter()
+            .filter(|name| !CREDENTIALS.iter().any(|c| name.eq_ignore_ascii_case(c)))
+            .flat_map(|name| {
+                self.headers
+                    .get_all(name.as_str())
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+                    .map(|v| (name.to_ascii_lowercase(), v.to_string()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        crate::plugin::ClientRequest { protocol: self.protocol.to_string(), body: self.body.to_vec(), headers }
+    }
 }
 
 /// An answer and the headers the gateway adds to it (fusion names its providers).
@@ -39,4 +75,7 @@ pub struct Call<'a> {
     pub depth: u8,
     /// Set on the calls of one fusion request: their log rows share it.
     pub fusion_id: Option<&'a str>,
+    /// The client's request as sent, for adapters that forward its protocol untranslated;
+    /// `None` once the gateway has changed the request (vision, fusion, judges).
+    pub native: Option<Native<'a>>,
 }

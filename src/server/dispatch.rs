@@ -22,7 +22,7 @@ use super::scope::plan_candidates;
 use super::ticket::Ticket;
 use crate::config::{ModelKind, RouteMode};
 use crate::plugin::Operation;
-use crate::provider::{AttemptError, StreamEnd, Tally, Target};
+use crate::provider::{AttemptError, ChunkStream, Completion, StreamEnd, Tally, Target};
 use crate::router::{self, Planned};
 use crate::scheduler::{self, Candidate, Failure, SlotKey, Timing, UnixMs, Verdict};
 
@@ -60,7 +60,9 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
         match route.map(|r| (r, &r.mode)) {
             Some((_, RouteMode::Vision(vision))) => {
                 match modes::vision::describe_images(&Gate(gw), key, &call, vision).await? {
-                    Some(unified) => serve(gw, key, &Call { unified: &unified, ..call }, candidates, log).await,
+                    Some(unified) => {
+                        serve(gw, key, &Call { unified: &unified, native: None, ..call }, candidates, log).await
+                    }
                     None => serve(gw, key, &call, candidates, log).await,
                 }
             }
@@ -135,7 +137,9 @@ async fn serve(
                 continue;
             }
         };
-        let target = Target { source, model: candidate.resolved.model, adapter: &adapter, operation };
+        let native = call.native.and_then(|n| adapter.native_headers(n.protocol).map(|names| n.for_adapter(names)));
+        let target =
+            Target { source, model: candidate.resolved.model, adapter: &adapter, operation, native: native.as_ref() };
         let name = &source.name;
         tracing::debug!(source = %name, upstream = target.model.upstream_name(), probe = candidate.probe, "attempt");
         // One span per attempt (exported as an OTLP span when traces are on; debug in the log).
@@ -162,12 +166,12 @@ async fn serve(
                 match provider.stream(&target, call.unified).await {
                     Ok(chunks) => {
                         let head = started.elapsed();
-                        chunks.first_chunk().await.map(|c| (Answer::Stream(c.holding(ticket.take_permit())), head))
+                        chunks.first_chunk().await.map(|c| (Done::Stream(c.holding(ticket.take_permit())), head))
                     }
                     Err(e) => Err(e),
                 }
             } else {
-                provider.complete(&target, call.unified).await.map(|(body, head)| (Answer::Complete(body), head))
+                provider.complete(&target, call.unified).await.map(|(body, head)| (Done::Whole(body), head))
             }
         }
         .instrument(span.clone())
@@ -201,12 +205,15 @@ async fn serve(
                     headers.insert(SOURCE_HEADER, value);
                 }
                 let answer = match answer {
-                    Answer::Complete(body) => {
+                    Done::Whole(completion) => {
                         // Booked (journaled) before the answer leaves.
-                        books.close(StreamEnd::Complete(Tally::of_response(&body)));
-                        Answer::Complete(body)
+                        books.close(StreamEnd::Complete(Tally::of_response(completion.unified())));
+                        match completion {
+                            Completion::Unified(body) => Answer::Complete(body),
+                            Completion::Native { body, .. } => Answer::Native(body),
+                        }
                     }
-                    Answer::Stream(chunks) => Answer::Stream(chunks.on_end(Box::new(move |end| books.close(end)))),
+                    Done::Stream(chunks) => Answer::Stream(chunks.on_end(Box::new(move |end| books.close(end)))),
                 };
                 return Ok(Reply { answer, headers });
             }
@@ -246,6 +253,12 @@ async fn serve(
         gw.notices.push(gw.scheduler.now(), call.model, &error.message);
     }
     Err(error)
+}
+
+/// What an attempt that served brought back, before its books are opened.
+enum Done {
+    Whole(Completion),
+    Stream(ChunkStream),
 }
 
 /// A quota error from an upstream rests the slot until its quota window ends (when it has one).

@@ -63,9 +63,11 @@ pub async fn images(
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
+        native: None,
     };
     match dispatch(gw, &key, call).await?.answer {
         Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
+        Answer::Native(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),
         Answer::Stream(_) => Err(ApiError::invalid_request("image generation cannot be streamed")),
     }
 }

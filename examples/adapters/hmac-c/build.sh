@@ -74,7 +74,7 @@ fi
 # ---- bindings -------------------------------------------------------------------------------
 say "bindings: $WB c $WIT"
 rm -rf gen
-"$WB" c "$WIT" --out-dir gen >/dev/null 2>&1 || "$WB" c "$WIT" --out-dir gen
+"$WB" c "$WIT" --world adapter-world --out-dir gen >/dev/null 2>&1 || "$WB" c "$WIT" --world adapter-world --out-dir gen
 
 # ---- native tests ---------------------------------------------------------------------------
 # The HMAC against RFC 4231, the JSON/body/error logic, and the memory ownership (the host's side

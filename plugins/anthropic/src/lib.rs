@@ -2,6 +2,7 @@
 //! Unified (OpenAI-shaped) requests become Messages requests; responses and SSE events come
 //! back as unified responses and chunks, tool-call indexes and thinking included.
 
+mod native;
 mod request;
 mod stream;
 
@@ -56,47 +57,7 @@ impl GuestSession for Session {
             return Err(upstream_error(&response));
         }
         let message: Value = adapter_kit::parse_body(&response.body)?;
-        let blocks = message
-            .get("content")
-            .and_then(Value::as_array)
-            .ok_or_else(|| adapter_error(ErrorKind::InvalidResponse, "upstream message has no `content` array"))?;
-        let mut text = String::new();
-        let mut reasoning = String::new();
-        let mut tool_calls = Vec::new();
-        for block in blocks {
-            match block.get("type").and_then(Value::as_str) {
-                Some("text") => text.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
-                Some("thinking") => {
-                    reasoning.push_str(block.get("thinking").and_then(Value::as_str).unwrap_or_default())
-                }
-                Some("tool_use") => tool_calls.push(json!({
-                    "id": block.get("id").cloned().unwrap_or(Value::Null),
-                    "type": "function",
-                    "function": {
-                        "name": block.get("name").cloned().unwrap_or(Value::Null),
-                        "arguments": block.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into()),
-                    },
-                })),
-                _ => {}
-            }
-        }
-        let mut out = json!({"role": "assistant", "content": if text.is_empty() && !tool_calls.is_empty() { Value::Null } else { Value::String(text) }});
-        if !reasoning.is_empty() {
-            out["reasoning_content"] = Value::String(reasoning);
-        }
-        if !tool_calls.is_empty() {
-            out["tool_calls"] = Value::Array(tool_calls);
-        }
-        let finish = message.get("stop_reason").and_then(Value::as_str).map(finish_reason);
-        let usage = message.get("usage").map(usage_of);
-        Ok(unified::response(
-            message.get("id").and_then(Value::as_str).unwrap_or_default(),
-            message.get("model").and_then(Value::as_str).unwrap_or(&self.ctx.upstream_model),
-            host::now_unix_ms() / 1000,
-            out,
-            finish,
-            usage,
-        ))
+        unified_message(&message, &self.ctx.upstream_model)
     }
 
     fn transform_stream_chunk(&self, event: StreamEvent) -> Result<StreamOutput, AdapterError> {
@@ -106,6 +67,49 @@ impl GuestSession for Session {
     fn finish_stream(&self) -> Result<StreamOutput, AdapterError> {
         adapter_kit::stream_end(self.stream.borrow().done, "message_stop")
     }
+}
+
+/// A Messages API response → the unified response (text, thinking, tool calls, usage).
+fn unified_message(message: &Value, model: &str) -> Result<String, AdapterError> {
+    let blocks = message
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| adapter_error(ErrorKind::InvalidResponse, "upstream message has no `content` array"))?;
+    let mut text = String::new();
+    let mut reasoning = String::new();
+    let mut tool_calls = Vec::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => text.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
+            Some("thinking") => reasoning.push_str(block.get("thinking").and_then(Value::as_str).unwrap_or_default()),
+            Some("tool_use") => tool_calls.push(json!({
+                "id": block.get("id").cloned().unwrap_or(Value::Null),
+                "type": "function",
+                "function": {
+                    "name": block.get("name").cloned().unwrap_or(Value::Null),
+                    "arguments": block.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into()),
+                },
+            })),
+            _ => {}
+        }
+    }
+    let mut out = json!({"role": "assistant", "content": if text.is_empty() && !tool_calls.is_empty() { Value::Null } else { Value::String(text) }});
+    if !reasoning.is_empty() {
+        out["reasoning_content"] = Value::String(reasoning);
+    }
+    if !tool_calls.is_empty() {
+        out["tool_calls"] = Value::Array(tool_calls);
+    }
+    let finish = message.get("stop_reason").and_then(Value::as_str).map(finish_reason);
+    let usage = message.get("usage").map(usage_of);
+    Ok(unified::response(
+        message.get("id").and_then(Value::as_str).unwrap_or_default(),
+        message.get("model").and_then(Value::as_str).unwrap_or(model),
+        host::now_unix_ms() / 1000,
+        out,
+        finish,
+        usage,
+    ))
 }
 
 /// Anthropic `stop_reason` → OpenAI `finish_reason`.
@@ -130,6 +134,17 @@ fn usage_of(usage: &Value) -> Usage {
         cached: read,
         cache_creation: created,
         reasoning: None,
+    }
+}
+
+impl adapter_kit::NativeGuest for Anthropic {
+    type NativeSession = native::NativeSession;
+
+    fn protocols() -> Vec<adapter_kit::NativeProtocol> {
+        vec![adapter_kit::NativeProtocol {
+            name: native::PROTOCOL.into(),
+            headers: native::CLIENT_HEADERS.iter().map(|h| h.to_string()).collect(),
+        }]
     }
 }
 

@@ -34,4 +34,4 @@ impl Guest for DeepSeek {
     }
 }
 
-adapter_kit::export!(DeepSeek);
+adapter_kit::export_unified!(DeepSeek);

@@ -246,4 +246,4 @@ impl GuestSession for Session {
     }
 }
 
-adapter_kit::export!(Gemini);
+adapter_kit::export_unified!(Gemini);

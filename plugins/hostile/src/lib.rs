@@ -89,4 +89,4 @@ impl GuestSession for Session {
     }
 }
 
-adapter_kit::export!(Hostile);
+adapter_kit::export_unified!(Hostile);

@@ -22,7 +22,10 @@ pub fn upstream_error(response: &HttpResponse) -> AdapterError {
     let mut kind = classify(response.status, google.reason.as_deref().or(code.as_deref()), &message);
     // Google words every 429 as "exceeded your current quota"; a per-minute limit, or one it
     // says to retry after, is a rate limit that lifts in seconds, not a spent quota.
-    if kind == ErrorKind::Quota && response.status == 429 && !google.per_day && (google.per_minute || google.retry_delay_ms.is_some())
+    if kind == ErrorKind::Quota
+        && response.status == 429
+        && !google.per_day
+        && (google.per_minute || google.retry_delay_ms.is_some())
     {
         kind = ErrorKind::RateLimit;
     }
@@ -169,7 +172,8 @@ mod tests {
 
     #[test]
     fn reads_googles_error_details() {
-        let no_header = |status: u16, body: &str| HttpResponse { status, headers: vec![], body: body.as_bytes().to_vec() };
+        let no_header =
+            |status: u16, body: &str| HttpResponse { status, headers: vec![], body: body.as_bytes().to_vec() };
         let per_minute = r#"{"error":{"code":429,"message":"You exceeded your current quota","status":"RESOURCE_EXHAUSTED",
             "details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateContentInputTokensPerModelPerMinute-FreeTier"}]},
                        {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}"#;
@@ -177,7 +181,8 @@ mod tests {
         assert_eq!((e.kind, e.retry_after_ms), (ErrorKind::RateLimit, Some(26_000)));
         let per_day = per_minute.replace("PerMinute", "PerDay");
         assert_eq!(upstream_error(&no_header(429, &per_day)).kind, ErrorKind::Quota, "a daily quota stays spent");
-        let bare = r#"{"error":{"code":429,"message":"You exceeded your current quota","status":"RESOURCE_EXHAUSTED"}}"#;
+        let bare =
+            r#"{"error":{"code":429,"message":"You exceeded your current quota","status":"RESOURCE_EXHAUSTED"}}"#;
         assert_eq!(upstream_error(&no_header(429, bare)).kind, ErrorKind::Quota);
         let bad_key = r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT",
             "details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}"#;

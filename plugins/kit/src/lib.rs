@@ -1,9 +1,10 @@
 //! Shared by every built-in adapter: the generated WIT bindings (one copy, exported through
-//! `adapter_kit::export!`) and the protocol-neutral helpers adapters would otherwise repeat.
+//! `adapter_kit::export!`, or `export_unified!` for adapters that forward nothing natively)
+//! and the protocol-neutral helpers adapters would otherwise repeat.
 
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "adapter-world",
+        world: "native-adapter-world",
         path: "../../wit",
         pub_export_macro: true,
         default_bindings_module: "adapter_kit::bindings",
@@ -19,11 +20,61 @@ pub mod openai_compat;
 pub mod unified;
 
 pub use bindings::exports::switchyard::adapter::adapter::{Guest, GuestSession, SessionBorrow};
+pub use bindings::exports::switchyard::adapter::native::{
+    ClientRequest, Guest as NativeGuest, GuestNativeSession, NativeOutput, NativeProtocol, NativeResponse,
+};
 pub use bindings::switchyard::adapter::host;
 pub use bindings::switchyard::adapter::types::{
     AdapterError, ErrorKind, HttpRequest, HttpResponse, Metadata, Operation, SourceContext, StreamEvent, StreamFraming,
     StreamOutput,
 };
+
+/// The native session of an adapter that forwards no protocol natively: the host never opens
+/// one (its `protocols()` is empty), and each call refuses if it did.
+pub struct NoNative;
+
+impl GuestNativeSession for NoNative {
+    fn new(_context: SourceContext) -> Self {
+        NoNative
+    }
+
+    fn transform_request(&self, _request: ClientRequest) -> Result<HttpRequest, AdapterError> {
+        Err(NoNative::refusal())
+    }
+
+    fn transform_response(&self, _response: HttpResponse) -> Result<NativeResponse, AdapterError> {
+        Err(NoNative::refusal())
+    }
+
+    fn transform_stream_chunk(&self, _event: StreamEvent) -> Result<NativeOutput, AdapterError> {
+        Err(NoNative::refusal())
+    }
+
+    fn finish_stream(&self) -> Result<NativeOutput, AdapterError> {
+        Err(NoNative::refusal())
+    }
+}
+
+impl NoNative {
+    fn refusal() -> AdapterError {
+        errors::adapter_error(ErrorKind::Unsupported, "this adapter forwards no protocol natively")
+    }
+}
+
+/// Exports an adapter that only translates unified requests (it forwards nothing natively).
+#[macro_export]
+macro_rules! export_unified {
+    ($adapter:ident) => {
+        impl $crate::NativeGuest for $adapter {
+            type NativeSession = $crate::NoNative;
+
+            fn protocols() -> Vec<$crate::NativeProtocol> {
+                Vec::new()
+            }
+        }
+        $crate::export!($adapter);
+    };
+}
 
 /// Parses the unified request JSON the host hands over; it is always a JSON object.
 pub fn parse_request(request: &str) -> Result<serde_json::Map<String, serde_json::Value>, AdapterError> {

@@ -259,4 +259,4 @@ fn to_chat(unified: &Map<String, Value>, model: &str) -> Result<Value, AdapterEr
     Ok(body)
 }
 
-adapter_kit::export!(Ollama);
+adapter_kit::export_unified!(Ollama);

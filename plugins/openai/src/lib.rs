@@ -18,4 +18,4 @@ impl Guest for OpenAi {
     }
 }
 
-adapter_kit::export!(OpenAi);
+adapter_kit::export_unified!(OpenAi);

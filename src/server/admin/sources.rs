@@ -285,7 +285,7 @@ pub async fn test(
         "messages": [{"role": "user", "content": TEST_PROMPT}],
     })
     .to_string();
-    let target = Target { source, model, adapter: &adapter, operation: Operation::Chat };
+    let target = Target { source, model, adapter: &adapter, operation: Operation::Chat, native: None };
     let started = Instant::now();
     if let Some(rpm) = source.rpm
         && gw.scheduler.take_rpm(&source.name, rpm).is_err()
@@ -308,7 +308,7 @@ pub async fn test(
     tracing::info!(source = %source.name, model = %model.name, ok = outcome.is_ok(), latency_ms, "admin tested a source");
     Ok(Json(match outcome {
         Ok((body, head)) => {
-            let answer: Value = serde_json::from_str(&body).unwrap_or_default();
+            let answer: Value = serde_json::from_str(body.unified()).unwrap_or_default();
             let text = answer["choices"][0]["message"]["content"].as_str().unwrap_or_default();
             json!({
                 "ok": true, "source": source.name, "model": model.name, "status": 200, "latency_ms": latency_ms,

@@ -1,6 +1,7 @@
-//! `POST /v1/messages`: the Anthropic front door. Anthropic clients reach any source: the
-//! request is translated to the unified form, dispatched, and the answer (JSON or SSE) and
-//! every error translated back into Anthropic's format.
+//! `POST /v1/messages`: the Anthropic front door. Anthropic clients reach any source: an
+//! adapter that forwards Anthropic natively gets the request as sent and its answer goes back
+//! untouched; for the others the request is translated to the unified form and the answer
+//! (JSON or SSE) back. Every error is in Anthropic's format.
 
 mod encode;
 mod request;
@@ -18,13 +19,16 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::call::{Answer, Call};
+use super::call::{Answer, Call, Native};
 use super::dispatch::dispatch;
 use super::envelope::{FrontDoor, RequestId};
 use super::error::{ApiError, ErrorType};
 use super::request::{Incoming, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
+
+/// The client protocol of this door, as adapters that forward it natively name it.
+pub const PROTOCOL: &str = "anthropic-messages";
 
 /// The Anthropic endpoint: `request-id`, Anthropic error JSON.
 pub const ANTHROPIC: &FrontDoor =
@@ -47,6 +51,7 @@ pub async fn messages(
         return Err(ApiError::invalid_request("request body must be a JSON object"));
     };
     let unified = request::to_unified(&raw)?.to_string();
+    let native = Native { protocol: PROTOCOL, body: &bytes, headers: &incoming.headers };
     let call = Call {
         model: &checked.model,
         unified: &unified,
@@ -57,9 +62,12 @@ pub async fn messages(
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
+        native: Some(native),
     };
     let reply = dispatch(gw, &key, call).await?;
     let mut response = match reply.answer {
+        // An Anthropic upstream's own answer, untouched (signatures, cache usage, new fields).
+        Answer::Native(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Answer::Complete(body) => {
             let unified: Value = serde_json::from_str(&body).map_err(|e| {
                 ApiError::new(
@@ -102,6 +110,7 @@ pub async fn count_tokens(
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
+        native: None,
     };
     super::scope::plan_candidates(&key, &call)?;
     let tokens = crate::provider::prompt_estimate(&unified);
@@ -121,7 +130,13 @@ fn sse_response(chunks: ChunkStream) -> Response {
                     return None;
                 }
                 let mut out = String::new();
+                let native = chunks.is_native();
                 let ended = match chunks.next().await {
+                    // A native stream's items are the upstream's own SSE frames.
+                    Some(Ok(frame)) if native => {
+                        out = frame;
+                        false
+                    }
                     Some(Ok(chunk)) => {
                         match serde_json::from_str::<Value>(&chunk) {
                             Ok(chunk) => encoder.chunk(&chunk, &mut out),
@@ -138,7 +153,9 @@ fn sse_response(chunks: ChunkStream) -> Response {
                         true
                     }
                     None => {
-                        encoder.finish(&mut out);
+                        if !native {
+                            encoder.finish(&mut out);
+                        }
                         span.in_scope(|| tracing::debug!("stream completed"));
                         true
                     }

@@ -44,7 +44,7 @@ pub async fn fuse(
         fields.remove("stream_options");
     }
     let whole_body = request.to_string();
-    let whole = Call { stream: false, unified: &whole_body, fusion_id: Some(&fusion_id), ..*call };
+    let whole = Call { stream: false, unified: &whole_body, fusion_id: Some(&fusion_id), native: None, ..*call };
     let attempts = candidates.into_iter().map(|planned| {
         let provider = planned.resolved.qualified();
         let log = LogContext {
@@ -109,6 +109,7 @@ pub async fn fuse(
         stream: judge_stream,
         depth: call.depth + 1,
         fusion_id: Some(&fusion_id),
+        native: None,
         ..*call
     };
     let verdict = gw.dispatch(&key.internal(), judge).await.map_err(|e| ApiError {

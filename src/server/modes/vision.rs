@@ -97,6 +97,7 @@ async fn describe(
         kind: ModelKind::Chat,
         depth: call.depth + 1,
         fusion_id: None,
+        native: None,
         ..*call
     };
     let reply = gw.dispatch(key, describe).await?;

@@ -41,6 +41,7 @@ pub const CLAUDE_TEXT_SSE: &str = include_str!("../../fixtures/anthropic/text.ss
 pub const CLAUDE_TOOLS_SSE: &str = include_str!("../../fixtures/anthropic/tools.sse");
 pub const CLAUDE_THINKING_SSE: &str = include_str!("../../fixtures/anthropic/thinking.sse");
 pub const CLAUDE_MIDSTREAM_ERROR_SSE: &str = include_str!("../../fixtures/anthropic/midstream_error.sse");
+pub const CLAUDE_CODE_SSE: &str = include_str!("../../fixtures/anthropic/claude_code.sse");
 pub const CLAUDE_ERROR_529: &str = include_str!("../../fixtures/anthropic/error_529.json");
 
 /// One request as the upstream saw it.
@@ -204,6 +205,7 @@ async fn messages(State(state): State<Arc<MockState>>, headers: HeaderMap, body:
         }
         "claude-tools" => replay(CLAUDE_TOOLS_SSE),
         "claude-thinking" => replay(CLAUDE_THINKING_SSE),
+        "claude-code" => replay(CLAUDE_CODE_SSE),
         "claude-midstream-error" => replay(CLAUDE_MIDSTREAM_ERROR_SSE),
         // Everything up to (not including) message_delta: a stream cut before it finished.
         "claude-cut" => replay(&CLAUDE_TEXT_SSE[..CLAUDE_TEXT_SSE.find("event: message_delta").unwrap()]),

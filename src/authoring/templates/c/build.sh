@@ -56,7 +56,7 @@ fi
 [ -n "${WASM_COMPONENT_LD:-}" ] || die "no wasm-component-ld (install Rust, or: cargo install wasm-component-ld)"
 
 rm -rf gen
-"$WB" c ./wit --out-dir gen >/dev/null 2>&1 || "$WB" c ./wit --out-dir gen
+"$WB" c ./wit --world adapter-world --out-dir gen >/dev/null 2>&1 || "$WB" c ./wit --world adapter-world --out-dir gen
 
 CFLAGS=(--target="$TRIPLE" --sysroot="$WASI_SYSROOT" -mexec-model=reactor -std=c11 -Wall -Wextra
     -Wno-unused-parameter -Wno-deprecated -Igen -I.)

@@ -1,0 +1,107 @@
+//! Anthropic client → Anthropic upstream, untranslated: the client's Messages request goes on
+//! as sent (only `model` and the credentials replaced, its betas kept), and the answer and
+//! every stream event come back as the upstream sent them; the books get unified copies.
+
+use std::cell::RefCell;
+
+use adapter_kit::errors::{adapter_error, upstream_error};
+use adapter_kit::{
+    AdapterError, ClientRequest, ErrorKind, GuestNativeSession, HttpRequest, HttpResponse, NativeOutput,
+    NativeResponse, SourceContext, StreamEvent, setting,
+};
+use serde_json::Value;
+
+use super::stream::StreamState;
+
+/// The client protocol this adapter forwards.
+pub const PROTOCOL: &str = "anthropic-messages";
+
+/// Client headers that shape the upstream's answer and carry no credential.
+pub const CLIENT_HEADERS: &[&str] = &["anthropic-version", "anthropic-beta"];
+
+pub struct NativeSession {
+    ctx: SourceContext,
+    stream: RefCell<StreamState>,
+}
+
+impl GuestNativeSession for NativeSession {
+    fn new(ctx: SourceContext) -> Self {
+        // The books always need the usage chunk.
+        let mut stream = StreamState::default();
+        stream.include_usage = true;
+        NativeSession { ctx, stream: RefCell::new(stream) }
+    }
+
+    fn transform_request(&self, request: ClientRequest) -> Result<HttpRequest, AdapterError> {
+        if request.protocol != PROTOCOL {
+            return Err(adapter_error(
+                ErrorKind::Unsupported,
+                &format!("`{}` is not forwarded natively", request.protocol),
+            ));
+        }
+        let mut body = match serde_json::from_slice::<Value>(&request.body) {
+            Ok(Value::Object(body)) => body,
+            _ => return Err(adapter_error(ErrorKind::BadRequest, "request body must be a JSON object")),
+        };
+        body.insert("model".into(), Value::String(self.ctx.upstream_model.clone()));
+        let client = |name: &str| request.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        let mut http = super::request::http(&self.ctx, Value::Object(body))?;
+        // The client's protocol version and betas are its own to choose; the source's
+        // configured betas are added to them.
+        if let Some(version) = client("anthropic-version") {
+            set_header(&mut http.headers, "anthropic-version", version.to_string());
+        }
+        let betas = merged_betas(client("anthropic-beta"), setting(&self.ctx, "anthropic_beta"));
+        if !betas.is_empty() {
+            set_header(&mut http.headers, "anthropic-beta", betas);
+        }
+        Ok(http)
+    }
+
+    fn transform_response(&self, response: HttpResponse) -> Result<NativeResponse, AdapterError> {
+        if !(200..300).contains(&response.status) {
+            return Err(upstream_error(&response));
+        }
+        let message: Value = adapter_kit::parse_body(&response.body)?;
+        let unified = super::unified_message(&message, &self.ctx.upstream_model)?;
+        Ok(NativeResponse { body: response.body, unified })
+    }
+
+    fn transform_stream_chunk(&self, event: StreamEvent) -> Result<NativeOutput, AdapterError> {
+        let out = self.stream.borrow_mut().event(&event, &self.ctx.upstream_model)?;
+        Ok(NativeOutput { events: vec![event], chunks: out.chunks, done: out.done })
+    }
+
+    fn finish_stream(&self) -> Result<NativeOutput, AdapterError> {
+        let out = adapter_kit::stream_end(self.stream.borrow().done, "message_stop")?;
+        Ok(NativeOutput { events: Vec::new(), chunks: out.chunks, done: out.done })
+    }
+}
+
+fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: String) {
+    headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+    headers.push((name.to_string(), value));
+}
+
+/// The client's betas, then the source's that the client did not name; comma-separated.
+fn merged_betas(client: Option<&str>, configured: Option<&str>) -> String {
+    let mut betas: Vec<&str> = Vec::new();
+    for beta in client.into_iter().chain(configured).flat_map(|list| list.split(',')).map(str::trim) {
+        if !beta.is_empty() && !betas.contains(&beta) {
+            betas.push(beta);
+        }
+    }
+    betas.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merged_betas;
+
+    #[test]
+    fn betas_keep_the_clients_order_and_add_the_sources_once() {
+        assert_eq!(merged_betas(Some("a, b"), Some("b,c")), "a,b,c");
+        assert_eq!(merged_betas(None, None), "");
+        assert_eq!(merged_betas(None, Some("x")), "x");
+    }
+}

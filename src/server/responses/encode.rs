@@ -1,0 +1,384 @@
+//! Unified answers → OpenAI Responses: a `response` object with output items (reasoning,
+//! message, function calls), or its SSE events in order, each with a rising
+//! `sequence_number`, ending in exactly one of `response.completed`, `.incomplete`, `.failed`.
+
+use serde_json::{Map, Value, json};
+
+/// What the response echoes of the request (the SDK's types expect these fields).
+#[derive(Debug, Clone, Default)]
+pub struct Echo {
+    pub model: String,
+    pub request: Map<String, Value>,
+    pub created_at: u64,
+    pub id: String,
+}
+
+/// Unified usage → Responses usage (`null` counts stay 0: the field is required there).
+fn usage(unified: &Value) -> Value {
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let (input, output) = (n(&unified["prompt_tokens"]), n(&unified["completion_tokens"]));
+    json!({
+        "input_tokens": input,
+        "input_tokens_details": {"cached_tokens": n(&unified["prompt_tokens_details"]["cached_tokens"])},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": n(&unified["completion_tokens_details"]["reasoning_tokens"])},
+        "total_tokens": input + output,
+    })
+}
+
+/// `completed`, or `incomplete` with its reason, from the unified finish reason.
+fn status(finish: Option<&str>) -> (&'static str, Value) {
+    match finish {
+        Some("length") => ("incomplete", json!({"reason": "max_output_tokens"})),
+        Some("content_filter") => ("incomplete", json!({"reason": "content_filter"})),
+        _ => ("completed", Value::Null),
+    }
+}
+
+/// The `response` object around `output`.
+fn response(echo: &Echo, status: &str, output: Vec<Value>, usage: Value, incomplete: Value, error: Value) -> Value {
+    let r = &echo.request;
+    let get = |field: &str, default: Value| r.get(field).filter(|v| !v.is_null()).cloned().unwrap_or(default);
+    json!({
+        "id": echo.id, "object": "response", "created_at": echo.created_at, "status": status,
+        "error": error, "incomplete_details": incomplete,
+        "instructions": get("instructions", Value::Null), "max_output_tokens": get("max_output_tokens", Value::Null),
+        "model": echo.model, "output": output, "parallel_tool_calls": get("parallel_tool_calls", json!(true)),
+        "previous_response_id": null, "reasoning": {"effort": r.get("reasoning").and_then(|x| x.get("effort")).cloned().unwrap_or(Value::Null), "summary": null},
+        "store": false, "temperature": get("temperature", json!(1.0)), "text": get("text", json!({"format": {"type": "text"}})),
+        "tool_choice": get("tool_choice", json!("auto")), "tools": get("tools", json!([])), "top_p": get("top_p", json!(1.0)),
+        "truncation": "disabled", "usage": usage, "metadata": get("metadata", json!({})),
+    })
+}
+
+fn message_item(id: &str, text: &str, status: &str) -> Value {
+    json!({"type": "message", "id": id, "status": status, "role": "assistant",
+           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+}
+
+fn reasoning_item(id: &str, summary: &str) -> Value {
+    json!({"type": "reasoning", "id": id, "summary": [{"type": "summary_text", "text": summary}]})
+}
+
+fn call_item(id: &str, call: &Call, status: &str) -> Value {
+    json!({"type": "function_call", "id": id, "call_id": call.call_id, "name": call.name,
+           "arguments": call.arguments, "status": status})
+}
+
+/// A complete unified `chat.completion` as a `response`.
+pub fn response_object(echo: &Echo, unified: &Value) -> Value {
+    let choice = &unified["choices"][0];
+    let message = &choice["message"];
+    let mut output = Vec::new();
+    if let Some(reasoning) = message["reasoning_content"].as_str().filter(|t| !t.is_empty()) {
+        output.push(reasoning_item(&format!("rs_{}", echo.id), reasoning));
+    }
+    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
+        output.push(message_item(&format!("msg_{}", echo.id), text, "completed"));
+    }
+    for (i, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
+        let call = Call {
+            call_id: call["id"].as_str().unwrap_or_default().to_string(),
+            name: call["function"]["name"].as_str().unwrap_or_default().to_string(),
+            arguments: call["function"]["arguments"].as_str().unwrap_or("{}").to_string(),
+        };
+        output.push(call_item(&format!("fc_{}_{i}", echo.id), &call, "completed"));
+    }
+    let (status, incomplete) = status(choice["finish_reason"].as_str());
+    response(echo, status, output, usage(&unified["usage"]), incomplete, Value::Null)
+}
+
+pub fn sse(data: &Value) -> String {
+    format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap_or("message"))
+}
+
+#[derive(Debug, Clone, Default)]
+struct Call {
+    call_id: String,
+    name: String,
+    arguments: String,
+}
+
+/// The output item being written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Open {
+    Reasoning,
+    Message,
+    /// A function call, by its unified tool-call index.
+    Call(u64),
+}
+
+/// Turns unified chunks into Responses events: `start`, `chunk` per chunk, then exactly one
+/// of `finish` or `fail`.
+pub struct StreamEncoder {
+    echo: Echo,
+    sequence: u64,
+    open: Option<(Open, usize)>,
+    /// Output items done so far, in order.
+    done: Vec<Value>,
+    text: String,
+    reasoning: String,
+    calls: Vec<(u64, Call)>,
+    finish: Option<String>,
+    usage: Value,
+}
+
+impl StreamEncoder {
+    pub fn new(echo: Echo) -> StreamEncoder {
+        StreamEncoder {
+            echo,
+            sequence: 0,
+            open: None,
+            done: Vec::new(),
+            text: String::new(),
+            reasoning: String::new(),
+            calls: Vec::new(),
+            finish: None,
+            usage: Value::Null,
+        }
+    }
+
+    fn event(&mut self, mut data: Value, out: &mut String) {
+        data["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        out.push_str(&sse(&data));
+    }
+
+    fn snapshot(&self, status: &str) -> Value {
+        response(&self.echo, status, self.done.clone(), Value::Null, Value::Null, Value::Null)
+    }
+
+    /// `response.created` and `response.in_progress`.
+    pub fn start(&mut self, out: &mut String) {
+        let created = json!({"type": "response.created", "response": self.snapshot("in_progress")});
+        self.event(created, out);
+        let progress = json!({"type": "response.in_progress", "response": self.snapshot("in_progress")});
+        self.event(progress, out);
+    }
+
+    pub fn chunk(&mut self, chunk: &Value, out: &mut String) {
+        if chunk["usage"].is_object() {
+            self.usage = chunk["usage"].clone();
+        }
+        let Some(choice) = chunk["choices"].get(0) else { return };
+        let delta = &choice["delta"];
+        if let Some(text) = delta["reasoning_content"].as_str().filter(|t| !t.is_empty()) {
+            let (id, index) = self.ensure(Open::Reasoning, out);
+            self.reasoning.push_str(text);
+            self.event(json!({"type": "response.reasoning_summary_text.delta", "item_id": id, "output_index": index, "summary_index": 0, "delta": text}), out);
+        }
+        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+            let (id, index) = self.ensure(Open::Message, out);
+            self.text.push_str(text);
+            self.event(json!({"type": "response.output_text.delta", "item_id": id, "output_index": index, "content_index": 0, "delta": text, "logprobs": []}), out);
+        }
+        for call in delta["tool_calls"].as_array().into_iter().flatten() {
+            let tool = call["index"].as_u64().unwrap_or(0);
+            if !self.calls.iter().any(|(i, _)| *i == tool) {
+                let fresh = Call {
+                    call_id: call["id"].as_str().unwrap_or_default().to_string(),
+                    name: call["function"]["name"].as_str().unwrap_or_default().to_string(),
+                    arguments: String::new(),
+                };
+                self.calls.push((tool, fresh));
+            }
+            let (id, index) = self.ensure(Open::Call(tool), out);
+            if let Some(fragment) = call["function"]["arguments"].as_str().filter(|f| !f.is_empty()) {
+                if let Some((_, c)) = self.calls.iter_mut().find(|(i, _)| *i == tool) {
+                    c.arguments.push_str(fragment);
+                }
+                self.event(json!({"type": "response.function_call_arguments.delta", "item_id": id, "output_index": index, "delta": fragment}), out);
+            }
+        }
+        if let Some(finish) = choice["finish_reason"].as_str() {
+            self.finish = Some(finish.to_string());
+        }
+    }
+
+    /// After a complete unified stream: the last item closed, then `response.completed` (or
+    /// `response.incomplete` when the answer was cut by its token limit or a filter).
+    pub fn finish(&mut self, out: &mut String) {
+        self.close(out);
+        let (status, incomplete) = status(self.finish.as_deref());
+        let response = response(&self.echo, status, self.done.clone(), usage(&self.usage), incomplete, Value::Null);
+        let kind = if status == "completed" { "response.completed" } else { "response.incomplete" };
+        self.event(json!({"type": kind, "response": response}), out);
+    }
+
+    /// After a failed stream: `response.failed` with the error; what was written stays written.
+    pub fn fail(&mut self, code: &str, message: &str, out: &mut String) {
+        let error = json!({"code": code, "message": message});
+        let response = response(&self.echo, "failed", self.done.clone(), usage(&self.usage), Value::Null, error);
+        self.event(json!({"type": "response.failed", "response": response}), out);
+    }
+
+    fn item_id(&self, open: &Open) -> String {
+        match open {
+            Open::Reasoning => format!("rs_{}", self.echo.id),
+            Open::Message => format!("msg_{}", self.echo.id),
+            Open::Call(i) => format!("fc_{}_{i}", self.echo.id),
+        }
+    }
+
+    /// (item id, output index) of `item`, opening it (and closing the one before) when new.
+    fn ensure(&mut self, item: Open, out: &mut String) -> (String, usize) {
+        if let Some((open, index)) = &self.open
+            && *open == item
+        {
+            return (self.item_id(open), *index);
+        }
+        self.close(out);
+        let index = self.done.len();
+        let id = self.item_id(&item);
+        let added = match &item {
+            Open::Reasoning => json!({"type": "reasoning", "id": id, "summary": []}),
+            Open::Message => {
+                json!({"type": "message", "id": id, "status": "in_progress", "role": "assistant", "content": []})
+            }
+            Open::Call(i) => {
+                let call = self.calls.iter().find(|(n, _)| n == i).map(|(_, c)| c.clone()).unwrap_or_default();
+                call_item(&id, &call, "in_progress")
+            }
+        };
+        self.event(json!({"type": "response.output_item.added", "output_index": index, "item": added}), out);
+        match &item {
+            Open::Reasoning => self.event(json!({"type": "response.reasoning_summary_part.added", "item_id": id, "output_index": index, "summary_index": 0, "part": {"type": "summary_text", "text": ""}}), out),
+            Open::Message => self.event(json!({"type": "response.content_part.added", "item_id": id, "output_index": index, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}), out),
+            Open::Call(_) => {}
+        }
+        self.open = Some((item, index));
+        (id, index)
+    }
+
+    fn close(&mut self, out: &mut String) {
+        let Some((item, index)) = self.open.take() else { return };
+        let id = self.item_id(&item);
+        let done = match item {
+            Open::Reasoning => {
+                let text = std::mem::take(&mut self.reasoning);
+                self.event(json!({"type": "response.reasoning_summary_text.done", "item_id": id, "output_index": index, "summary_index": 0, "text": text}), out);
+                self.event(json!({"type": "response.reasoning_summary_part.done", "item_id": id, "output_index": index, "summary_index": 0, "part": {"type": "summary_text", "text": text}}), out);
+                reasoning_item(&id, &text)
+            }
+            Open::Message => {
+                let text = std::mem::take(&mut self.text);
+                self.event(json!({"type": "response.output_text.done", "item_id": id, "output_index": index, "content_index": 0, "text": text, "logprobs": []}), out);
+                self.event(json!({"type": "response.content_part.done", "item_id": id, "output_index": index, "content_index": 0, "part": {"type": "output_text", "text": text, "annotations": []}}), out);
+                message_item(&id, &text, "completed")
+            }
+            Open::Call(i) => {
+                let call = self.calls.iter().find(|(n, _)| *n == i).map(|(_, c)| c.clone()).unwrap_or_default();
+                self.event(json!({"type": "response.function_call_arguments.done", "item_id": id, "output_index": index, "arguments": call.arguments}), out);
+                call_item(&id, &call, "completed")
+            }
+        };
+        self.event(json!({"type": "response.output_item.done", "output_index": index, "item": done.clone()}), out);
+        self.done.push(done);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(out: &str) -> Vec<Value> {
+        out.split("\n\n")
+            .filter(|e| !e.is_empty())
+            .map(|e| {
+                let (name, data) = e.split_once('\n').unwrap();
+                let data: Value = serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
+                assert_eq!(name.strip_prefix("event: ").unwrap(), data["type"], "event name = type");
+                data
+            })
+            .collect()
+    }
+
+    fn echo() -> Echo {
+        Echo { model: "m".into(), id: "resp_1".into(), created_at: 1, request: Map::new() }
+    }
+
+    #[test]
+    fn a_stream_with_text_then_two_calls_closes_each_item_and_numbers_every_event() {
+        let mut encoder = StreamEncoder::new(echo());
+        let mut out = String::new();
+        encoder.start(&mut out);
+        let chunks = [
+            json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Let me "}}]}),
+            json!({"choices": [{"index": 0, "delta": {"content": "look."}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "ls", "arguments": "{\"p\""}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": ":1}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "pwd", "arguments": "{}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 4}}}),
+        ];
+        for chunk in &chunks {
+            encoder.chunk(chunk, &mut out);
+        }
+        encoder.finish(&mut out);
+        let events = events(&out);
+        let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            types,
+            [
+                "response.created",
+                "response.in_progress",
+                "response.output_item.added",
+                "response.content_part.added",
+                "response.output_text.delta",
+                "response.output_text.delta",
+                "response.output_text.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.output_item.added",
+                "response.function_call_arguments.delta",
+                "response.function_call_arguments.delta",
+                "response.function_call_arguments.done",
+                "response.output_item.done",
+                "response.output_item.added",
+                "response.function_call_arguments.delta",
+                "response.function_call_arguments.done",
+                "response.output_item.done",
+                "response.completed",
+            ]
+        );
+        for (i, event) in events.iter().enumerate() {
+            assert_eq!(event["sequence_number"], i as u64);
+        }
+        let done = &events.last().unwrap()["response"];
+        assert_eq!(done["status"], "completed");
+        assert_eq!(done["output"][0]["content"][0]["text"], "Let me look.");
+        assert_eq!(
+            (done["output"][1]["call_id"].as_str(), done["output"][1]["arguments"].as_str()),
+            (Some("call_a"), Some("{\"p\":1}"))
+        );
+        assert_eq!(done["output"][2]["name"], "pwd");
+        assert_eq!(
+            done["usage"],
+            json!({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4}, "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15})
+        );
+    }
+
+    #[test]
+    fn a_cut_stream_ends_failed_and_a_length_stop_incomplete() {
+        let mut encoder = StreamEncoder::new(echo());
+        let mut out = String::new();
+        encoder.start(&mut out);
+        encoder.chunk(&json!({"choices": [{"index": 0, "delta": {"content": "Hal"}}]}), &mut out);
+        encoder.fail("stream_truncated", "the upstream stream ended early", &mut out);
+        let last = events(&out).pop().unwrap();
+        assert_eq!(
+            (last["type"].as_str(), last["response"]["status"].as_str()),
+            (Some("response.failed"), Some("failed"))
+        );
+        assert_eq!(last["response"]["error"]["code"], "stream_truncated");
+
+        let unified = json!({"choices": [{"message": {"content": "Hal", "reasoning_content": "hmm"}, "finish_reason": "length"}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}});
+        let object = response_object(&echo(), &unified);
+        assert_eq!(
+            (object["status"].as_str(), object["incomplete_details"]["reason"].as_str()),
+            (Some("incomplete"), Some("max_output_tokens"))
+        );
+        assert_eq!(object["output"][0]["type"], "reasoning");
+        assert_eq!(object["output"][1]["content"][0]["text"], "Hal");
+    }
+}

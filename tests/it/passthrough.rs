@@ -1,0 +1,174 @@
+//! Same protocol in and out: an Anthropic client in front of an Anthropic upstream goes through
+//! the adapter's native session. What Claude Code sends (cache markers, system blocks, adaptive
+//! thinking, betas, signatures, `is_error`, fields newer than the gateway) reaches the upstream
+//! as sent, the answer and every stream event come back byte for byte, and the books still
+//! count the tokens; a failover to an OpenAI upstream in the same request is translated.
+
+use serde_json::{Value, json};
+
+use crate::support::mock::{CLAUDE_CODE_SSE, CLAUDE_MESSAGE};
+use crate::support::{KEY, MockUpstream, TestGateway, config_with};
+
+const ADMIN: &str = "adm-passthrough-token-0001";
+const UPSTREAM_KEY: &str = "sk-ant-upstream-secret-0001";
+
+async fn gateway(mock: &MockUpstream) -> TestGateway {
+    let sources = format!(
+        "admin_token: {ADMIN}\nsources:\n\
+         \x20 - name: claude\n    base_url: {url}\n    adapter: anthropic\n    api_key: {UPSTREAM_KEY}\n\
+         \x20   settings: {{anthropic_beta: files-api-2025-04-14}}\n\
+         \x20   models: [{{name: claude, upstream: claude-code}}, {{name: either, upstream: claude-overloaded}}]\n\
+         \x20 - name: oai\n    base_url: {url}\n    models: [{{name: either, upstream: fixture}}]\n",
+        url = mock.url
+    );
+    TestGateway::start(&config_with(&sources)).await
+}
+
+/// A Claude Code turn, with everything the unified form has no place for.
+fn claude_code_request(stream: bool) -> Value {
+    json!({
+        "model": "claude", "max_tokens": 32000, "stream": stream,
+        "system": [
+            {"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."},
+            {"type": "text", "text": "<env>cwd: /repo</env>", "cache_control": {"type": "ephemeral"}},
+        ],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "Fix the failing test", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "Run the tests first.", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrk"},
+                {"type": "tool_use", "id": "toolu_01A", "name": "Bash", "input": {"command": "cargo test"}},
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_01A", "is_error": true, "content": "exit 101", "cache_control": {"type": "ephemeral"}},
+            ]},
+            {"role": "system", "content": [{"type": "text", "text": "Plan mode is off."}]},
+            {"role": "user", "content": "Go on."},
+        ],
+        "tools": [
+            {"name": "Bash", "description": "Runs a command", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}, "cache_control": {"type": "ephemeral"}},
+            {"name": "WebFetch", "description": "Fetches a URL", "input_schema": {"type": "object"}, "defer_loading": true},
+        ],
+        "thinking": {"type": "adaptive", "display": "summarized"},
+        "output_config": {"effort": "high"},
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 100000}}]},
+        "metadata": {"user_id": "user_4f2a_account_9c1e_session_77b0"},
+        "a_field_from_next_year": {"kept": [1, 2, 3]},
+    })
+}
+
+async fn send(gw: &TestGateway, body: &Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{}/v1/messages", gw.url))
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2023-06-01")
+        .header("anthropic-beta", "interleaved-thinking-2025-05-14,context-management-2025-06-27")
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The request the upstream saw must be the client's, with only the model replaced, and carry
+/// the client's betas and version with the source's credentials.
+fn assert_forwarded_as_sent(mock: &MockUpstream, sent: &Value) {
+    let seen = mock.state.requests().pop().expect("the upstream was called");
+    let mut expected = sent.clone();
+    expected["model"] = json!("claude-code");
+    assert_eq!(seen.body, expected, "every field reaches the upstream as sent");
+    let header = |name: &str| seen.headers.get(name).map(|v| v.to_str().unwrap().to_string());
+    assert_eq!(header("anthropic-version").as_deref(), Some("2023-06-01"));
+    assert_eq!(
+        header("anthropic-beta").as_deref(),
+        Some("interleaved-thinking-2025-05-14,context-management-2025-06-27,files-api-2025-04-14"),
+        "the client's betas, then the source's"
+    );
+    assert_eq!(header("x-api-key").as_deref(), Some(UPSTREAM_KEY));
+    assert!(
+        seen.headers.values().all(|v| !v.to_str().unwrap_or_default().contains(KEY)),
+        "the gateway key never goes upstream: {:?}",
+        seen.headers
+    );
+}
+
+async fn last_log(gw: &TestGateway) -> Value {
+    gw.admin_json(ADMIN, "/admin/api/logs?source=claude").await["rows"][0].clone()
+}
+
+#[tokio::test]
+async fn a_claude_code_turn_reaches_an_anthropic_upstream_as_sent_and_comes_back_byte_for_byte() {
+    let mock = MockUpstream::start().await;
+    let gw = gateway(&mock).await;
+
+    let request = claude_code_request(false);
+    let response = send(&gw, &request).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(response.text().await.unwrap(), CLAUDE_MESSAGE, "the upstream's answer, untouched");
+    assert_forwarded_as_sent(&mock, &request);
+    let row = last_log(&gw).await;
+    assert_eq!(
+        (row["status"].as_u64(), row["tokens_in"].as_u64(), row["tokens_out"].as_u64(), row["tokens_cached"].as_u64()),
+        (Some(200), Some(2095 + 1800 + 100), Some(503), Some(1800)),
+        "the books read the usage, cache reads and writes included: {row}"
+    );
+
+    let request = claude_code_request(true);
+    let response = send(&gw, &request).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    assert_eq!(
+        response.text().await.unwrap(),
+        CLAUDE_CODE_SSE,
+        "every event as the upstream sent it: signature_delta, redacted_thinking, ping, cache usage"
+    );
+    assert_forwarded_as_sent(&mock, &request);
+    let row = last_log(&gw).await;
+    assert_eq!(
+        (row["status"].as_u64(), row["tokens_in"].as_u64(), row["tokens_out"].as_u64(), row["tokens_cached"].as_u64()),
+        (Some(200), Some(12 + 48210 + 310), Some(89), Some(48210)),
+        "{row}"
+    );
+    assert_eq!(row["usage_estimated"], false, "{row}");
+}
+
+#[tokio::test]
+async fn a_native_attempt_that_fails_over_to_an_openai_upstream_is_translated() {
+    let mock = MockUpstream::start().await;
+    let gw = gateway(&mock).await;
+    let mut request = claude_code_request(false);
+    request["model"] = json!("either");
+    let response = send(&gw, &request).await;
+    assert_eq!(response.status(), 200);
+    let message: Value = response.json().await.unwrap();
+    assert_eq!(message["type"], "message", "{message}");
+    assert_eq!(message["content"][0]["text"], "\n\nHello there, how may I assist you today?", "{message}");
+    let calls = mock.state.requests();
+    let (first, second) = (&calls[calls.len() - 2], &calls[calls.len() - 1]);
+    assert_eq!(first.body["model"], "claude-overloaded", "the Anthropic source was tried natively first");
+    assert_eq!(first.body["context_management"], request["context_management"]);
+    assert_eq!(second.body["model"], "fixture");
+    assert!(second.body.get("context_management").is_none(), "the OpenAI source got the unified form");
+    assert_eq!(
+        second.body["messages"][0],
+        json!({"role": "system", "content": "You are Claude Code, Anthropic's official CLI for Claude.\n\n<env>cwd: /repo</env>"})
+    );
+}
+
+#[tokio::test]
+async fn a_cut_native_stream_ends_in_an_error_event_after_what_arrived() {
+    let mock = MockUpstream::start().await;
+    let sources = format!(
+        "sources:\n  - name: claude\n    base_url: {}\n    adapter: anthropic\n    models: [{{name: claude-cut}}]\n",
+        mock.url
+    );
+    let gw = TestGateway::start(&config_with(&sources)).await;
+    let mut request = claude_code_request(true);
+    request["model"] = json!("claude-cut");
+    let body = send(&gw, &request).await.text().await.unwrap();
+    let upstream = crate::support::mock::CLAUDE_TEXT_SSE;
+    let delivered = &upstream[..upstream.find("event: message_delta").unwrap()];
+    let (before, error) = body.split_at(delivered.len());
+    assert_eq!(before, delivered, "what the upstream sent before the cut reached the client as it was");
+    assert!(error.starts_with("event: error\n"), "{error}");
+    assert!(error.contains("message_stop"), "the error says what never came: {error}");
+}
