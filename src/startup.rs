@@ -50,8 +50,10 @@ pub async fn build_with_clock(
         }
     }
     let store = Arc::new(crate::state::StateStore::start(&config.state_db())?);
-    if let Some(days) = config.log_retention_days.filter(|d| *d > 0) {
-        prune_logs_hourly(store.clone(), clock.clone(), days);
+    let logs = config.log_retention_days.filter(|d| *d > 0);
+    let responses = config.response_retention_days.filter(|d| *d > 0);
+    if logs.is_some() || responses.is_some() {
+        prune_hourly(store.clone(), clock.clone(), logs, responses);
     }
     let (plugins, report) = PluginHost::load(
         config.sandbox.limits(config.body_limit_bytes),
@@ -100,14 +102,24 @@ fn stored_admin_token(file: &Path) -> std::io::Result<Secret> {
     }
 }
 
-/// Deletes request logs past their retention now and every hour after.
-fn prune_logs_hourly(store: Arc<crate::state::StateStore>, clock: Arc<dyn Clock>, days: u32) {
-    let keep = std::time::Duration::from_secs(days as u64 * 86_400);
+/// Deletes request logs and stored responses past their retention now and every hour after.
+fn prune_hourly(
+    store: Arc<crate::state::StateStore>,
+    clock: Arc<dyn Clock>,
+    logs: Option<u32>,
+    responses: Option<u32>,
+) {
+    let before = move |days: u32| clock.now().0.saturating_sub(days as u64 * 86_400_000);
     tokio::spawn(async move {
         let mut hourly = tokio::time::interval(std::time::Duration::from_secs(3600));
         loop {
             hourly.tick().await;
-            store.prune_logs(clock.now().0.saturating_sub(keep.as_millis() as u64));
+            if let Some(days) = logs {
+                store.prune_logs(before(days));
+            }
+            if let Some(days) = responses {
+                store.prune_responses(before(days));
+            }
         }
     });
 }

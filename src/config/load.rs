@@ -96,6 +96,7 @@ const TOP_LEVEL: &[&str] = &[
     "scoring",
     "affinity",
     "log_retention_days",
+    "response_retention_days",
     "log_format",
     "telemetry",
     "telegram",
@@ -401,6 +402,7 @@ impl Collector<'_> {
         let scoring: ScoringPolicy = self.field(&top, "scoring").unwrap_or_default();
         let affinity: AffinityPolicy = self.field(&top, "affinity").unwrap_or_default();
         let log_retention_days: Option<u32> = self.field(&top, "log_retention_days").or(Some(30));
+        let response_retention_days: Option<u32> = self.field(&top, "response_retention_days").or(Some(30));
         let log_format: super::LogFormat = self.field(&top, "log_format").unwrap_or_default();
         let telemetry: Option<super::TelemetryConfig> = self.field(&top, "telemetry");
         let metrics: super::MetricsConfig = self.field(&top, "metrics").unwrap_or_default();
@@ -466,6 +468,7 @@ impl Collector<'_> {
             scoring,
             affinity,
             log_retention_days,
+            response_retention_days,
             log_format,
             telemetry,
             metrics,

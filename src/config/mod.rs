@@ -53,6 +53,8 @@ pub struct Config {
     pub adapters: BTreeMap<AdapterName, AdapterPolicy>,
     /// Request logs older than this are deleted (at start); `None` or 0 keeps them.
     pub log_retention_days: Option<u32>,
+    /// Stored Responses (`store: true`) older than this are deleted; `None` or 0 keeps them.
+    pub response_retention_days: Option<u32>,
     /// How the process logs to stderr.
     pub log_format: LogFormat,
     /// OTLP trace export; off when left out.

@@ -8,6 +8,7 @@ use super::LoadWarning;
 /// Built-in adapters, compiled from `plugins/` by build.rs.
 pub const BUILTIN_ADAPTERS: &[(&str, &[u8])] = &[
     ("openai", include_bytes!(concat!(env!("OUT_DIR"), "/guests/openai.wasm"))),
+    ("openai-responses", include_bytes!(concat!(env!("OUT_DIR"), "/guests/openai_responses.wasm"))),
     ("anthropic", include_bytes!(concat!(env!("OUT_DIR"), "/guests/anthropic.wasm"))),
     ("ollama", include_bytes!(concat!(env!("OUT_DIR"), "/guests/ollama.wasm"))),
     ("deepseek", include_bytes!(concat!(env!("OUT_DIR"), "/guests/deepseek.wasm"))),

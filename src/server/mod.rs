@@ -197,6 +197,10 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/messages", post(messages::messages).layer(envelope::layer(messages::ANTHROPIC)))
         .route("/v1/messages/count_tokens", post(messages::count_tokens).layer(envelope::layer(messages::ANTHROPIC)))
         .route("/v1/responses", post(responses::responses).layer(envelope::layer(FrontDoor::OPENAI)))
+        .route(
+            "/v1/responses/{id}",
+            get(responses::retrieve).delete(responses::delete).layer(envelope::layer(FrontDoor::OPENAI)),
+        )
         .route("/v1/embeddings", post(embeddings::embeddings).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/images/generations", post(images::images).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/models", get(models::list_models))

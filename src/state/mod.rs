@@ -6,11 +6,13 @@
 mod journal;
 mod logs;
 mod queue;
+mod responses;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
 
 pub use logs::{Bucket, Grid, LogPage, LogQuery, LogRow, MAX_BUCKETS, MAX_PAGE};
+pub use responses::StoredResponse;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -78,6 +80,7 @@ pub fn open(path: &Path) -> Result<Connection, StateError> {
     .map_err(wrap)?;
     add_column(&conn, "cooldowns", "no_probe_before", "INTEGER").map_err(wrap)?;
     logs::migrate(&conn).map_err(wrap)?;
+    responses::migrate(&conn).map_err(wrap)?;
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) ON CONFLICT(key) DO UPDATE SET value = ?1",
         [SCHEMA_VERSION.to_string()],
@@ -111,6 +114,9 @@ pub(crate) enum Change {
     KeyUsage(KeyName, Period, Usage),
     Log(Box<LogRow>),
     PruneLogs(u64),
+    Response(Box<StoredResponse>),
+    DeleteResponse(String),
+    PruneResponses(u64),
 }
 
 enum Item {
@@ -187,6 +193,31 @@ impl StateStore {
     /// Deletes log rows older than `before_ms`.
     pub fn prune_logs(&self, before_ms: u64) {
         self.send(Change::PruneLogs(before_ms));
+    }
+
+    /// Stores a Responses turn: journaled when this returns, readable by [`StateStore::response`]
+    /// at once.
+    pub fn store_response(&self, stored: StoredResponse) {
+        self.send(Change::Response(Box::new(stored)));
+    }
+
+    pub fn delete_response(&self, id: &str) {
+        self.send(Change::DeleteResponse(id.to_string()));
+    }
+
+    /// Deletes stored responses created before `before_ms`.
+    pub fn prune_responses(&self, before_ms: u64) {
+        self.send(Change::PruneResponses(before_ms));
+    }
+
+    /// A stored response by id. Blocking: a miss waits for the batch in flight and looks again,
+    /// so a turn stored a moment ago is found.
+    pub fn response(&self, id: &str) -> Result<Option<StoredResponse>, StateError> {
+        if let Some(found) = self.read(|c| responses::get(c, id))? {
+            return Ok(Some(found));
+        }
+        self.flush();
+        self.read(|c| responses::get(c, id))
     }
 
     /// Runs a read-only query on its own connection (WAL readers never wait for the writer).
@@ -539,6 +570,14 @@ fn apply(tx: &rusqlite::Transaction<'_>, change: Change) -> rusqlite::Result<()>
             }
         }
         Change::Log(row) => logs::insert(tx, &row)?,
+        Change::Response(stored) => responses::insert(tx, &stored)?,
+        Change::DeleteResponse(id) => responses::delete(tx, &id)?,
+        Change::PruneResponses(before) => {
+            let pruned = responses::prune(tx, before)?;
+            if pruned > 0 {
+                tracing::info!(pruned, "stored responses past their retention deleted");
+            }
+        }
     }
     Ok(())
 }

@@ -21,12 +21,12 @@ async fn a_restart_reuses_the_compiled_cache() {
     let cache = dir.path().join("cache");
     let (_, first) =
         PluginHost::load(SandboxLimits::default(), Some(cache.clone()), None, Default::default()).await.unwrap();
-    assert_eq!((first.compiled, first.cache_hits), (5, 0));
+    assert_eq!((first.compiled, first.cache_hits), (6, 0));
     let entries = std::fs::read_dir(&cache).unwrap().count();
-    assert_eq!(entries, 5);
+    assert_eq!(entries, 6);
     let (host, second) =
         PluginHost::load(SandboxLimits::default(), Some(cache.clone()), None, Default::default()).await.unwrap();
-    assert_eq!((second.compiled, second.cache_hits), (0, 5));
+    assert_eq!((second.compiled, second.cache_hits), (0, 6));
     assert_eq!(host.adapter(&AdapterName::new("openai")).unwrap().metadata().protocol, "openai-chat");
 
     // A corrupt entry is recompiled, not trusted.
@@ -34,7 +34,7 @@ async fn a_restart_reuses_the_compiled_cache() {
         std::fs::write(entry.unwrap().path(), b"garbage").unwrap();
     }
     let (_, third) = PluginHost::load(SandboxLimits::default(), Some(cache), None, Default::default()).await.unwrap();
-    assert_eq!((third.compiled, third.cache_hits), (5, 0));
+    assert_eq!((third.compiled, third.cache_hits), (6, 0));
 }
 
 #[tokio::test]

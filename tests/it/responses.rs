@@ -194,3 +194,250 @@ async fn a_cut_upstream_stream_ends_in_exactly_one_response_failed() {
     assert_eq!(terminal[0].0, "failed");
     assert_eq!(terminal[0].1["code"], "stream_truncated", "{:?}", terminal[0].1);
 }
+
+const ADMIN: &str = "adm-responses-token-0001";
+const OTHER_KEY: &str = "sk-test-gateway-key-0002";
+
+/// A gateway with a Responses upstream (`codex`), a chat upstream (`oai`), two keys and logs.
+async fn gateway_with_responses_upstream(mock: &MockUpstream) -> TestGateway {
+    let yaml = config_with(&format!(
+        "  - {{name: other, key: {OTHER_KEY}, models: [\"*\"]}}\nadmin_token: {ADMIN}\nsources:\n\
+         \x20 - {{name: codex, base_url: '{url}', adapter: openai-responses, api_key: sk-upstream-responses-0001, models: [{{name: gpt-5-codex, upstream: resp-tools}}, {{name: codex-cut, upstream: resp-cut}}, {{name: codex-failed, upstream: resp-failed}}]}}\n\
+         \x20 - {{name: oai, base_url: '{url}', models: [{{name: gpt, upstream: fixture}}]}}\n",
+        url = mock.url
+    ));
+    TestGateway::start(&yaml).await
+}
+
+fn codex_request(model: &str) -> Value {
+    json!({
+        "model": model, "instructions": "You are Codex.", "stream": true, "store": false,
+        "reasoning": {"effort": "medium", "summary": "auto"}, "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "0195-session", "parallel_tool_calls": false, "tool_choice": "auto",
+        "text": {"verbosity": "low"},
+        "tools": [
+            {"type": "function", "name": "shell", "strict": false, "parameters": {"type": "object", "properties": {"command": {"type": "array", "items": {"type": "string"}}}}},
+            {"type": "web_search"},
+            {"type": "custom", "name": "apply_patch", "format": {"type": "grammar", "syntax": "lark", "definition": "start: x"}},
+        ],
+        "input": [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<permissions>read-only</permissions>"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List the files"}]},
+            {"type": "reasoning", "id": "rs_prev", "summary": [], "encrypted_content": "gAAAAABprevious"},
+        ],
+    })
+}
+
+async fn post_responses(gw: &TestGateway, key: &str, body: &Value) -> reqwest::Response {
+    reqwest::Client::new().post(format!("{}/v1/responses", gw.url)).bearer_auth(key).json(body).send().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_responses_upstream_gets_codex_requests_as_sent_and_the_client_its_events_as_sent() {
+    use crate::support::mock::{OPENAI_RESPONSES, OPENAI_RESPONSES_SSE};
+    let mock = MockUpstream::start().await;
+    let gw = gateway_with_responses_upstream(&mock).await;
+
+    let request = codex_request("gpt-5-codex");
+    let response = post_responses(&gw, KEY, &request).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), OPENAI_RESPONSES_SSE, "every event as the upstream sent it");
+    let seen = mock.state.requests().pop().unwrap();
+    let mut expected = request.clone();
+    expected["model"] = json!("resp-tools");
+    assert_eq!(seen.body, expected, "built-in tools, custom tools, reasoning items and include reach the upstream");
+    assert_eq!(
+        seen.headers["authorization"], "Bearer sk-upstream-responses-0001",
+        "the source's key, never the client's"
+    );
+    let rows = gw.admin_json(ADMIN, "/admin/api/logs?source=codex").await;
+    let row = &rows["rows"][0];
+    assert_eq!(
+        (row["tokens_in"].as_u64(), row["tokens_out"].as_u64(), row["tokens_cached"].as_u64()),
+        (Some(5120), Some(96), Some(4864)),
+        "{row}"
+    );
+
+    // The official SDK's types read every event of the native stream.
+    let mut stream = client(&gw)
+        .responses()
+        .create_stream(serde_json::from_value(codex_request("gpt-5-codex")).unwrap())
+        .await
+        .unwrap();
+    let mut calls = Vec::new();
+    while let Some(event) = stream.next().await {
+        if let ResponseStreamEvent::ResponseOutputItemDone(done) = event.expect("an event the SDK reads") {
+            calls.push(serde_json::to_value(&done.item).unwrap());
+        }
+    }
+    assert_eq!(calls[0]["encrypted_content"], "gAAAAABpM0vX7eYrS3bE0c1Q9z_encrypted_reasoning_state");
+    assert_eq!(calls[1]["arguments"], "{\"command\":[\"ls\",\"-la\"]}");
+
+    let mut whole = codex_request("gpt-5-codex");
+    whole["stream"] = json!(false);
+    let response = post_responses(&gw, KEY, &whole).await;
+    assert_eq!(response.text().await.unwrap(), OPENAI_RESPONSES, "the upstream's response object, untouched");
+}
+
+/// The terminal events of a Responses stream, with their sequence numbers.
+fn terminals(body: &str) -> (Vec<(String, u64)>, Vec<u64>) {
+    let events: Vec<Value> = body
+        .split("\n\n")
+        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let sequence = events.iter().map(|e| e["sequence_number"].as_u64().unwrap()).collect();
+    let terminal = events
+        .iter()
+        .filter(|e| {
+            matches!(e["type"].as_str(), Some("response.completed" | "response.incomplete" | "response.failed"))
+        })
+        .map(|e| (e["type"].as_str().unwrap().to_string(), e["sequence_number"].as_u64().unwrap()))
+        .collect();
+    (terminal, sequence)
+}
+
+#[tokio::test]
+async fn a_native_stream_cut_or_failed_upstream_ends_in_exactly_one_response_failed() {
+    let mock = MockUpstream::start().await;
+    let gw = gateway_with_responses_upstream(&mock).await;
+    for (model, code) in [("codex-cut", "stream_truncated"), ("codex-failed", "server_error")] {
+        let body = post_responses(&gw, KEY, &codex_request(model)).await.text().await.unwrap();
+        let (terminal, sequence) = terminals(&body);
+        assert_eq!(terminal.len(), 1, "{model}: {body}");
+        assert_eq!(terminal[0].0, "response.failed", "{model}");
+        assert!(
+            sequence.windows(2).all(|w| w[1] == w[0] + 1),
+            "{model}: numbered on from the upstream's: {sequence:?}"
+        );
+        let failed: Value = serde_json::from_str(
+            body.rsplit("\n\n")
+                .find(|e| e.contains("response.failed"))
+                .unwrap()
+                .lines()
+                .last()
+                .unwrap()
+                .strip_prefix("data: ")
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(failed["response"]["error"]["code"], code, "{model}: {failed}");
+        assert_eq!(failed["response"]["id"], "resp_0f3a9c1d2e4b5a6978", "{model}: the upstream's response id");
+    }
+}
+
+#[tokio::test]
+async fn chat_clients_reach_a_responses_upstream_translated() {
+    let mock = MockUpstream::start().await;
+    let gw = gateway_with_responses_upstream(&mock).await;
+    let response = gw
+        .chat(json!({"model": "gpt-5-codex", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Tell a story"}], "max_tokens": 50}))
+        .await;
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    assert!(
+        answer["choices"][0]["message"]["content"].as_str().unwrap().starts_with("In a peaceful grove"),
+        "{answer}"
+    );
+    assert_eq!(
+        (answer["usage"]["prompt_tokens"].as_u64(), answer["usage"]["completion_tokens"].as_u64()),
+        (Some(36), Some(87))
+    );
+    let seen = mock.state.requests().pop().unwrap().body;
+    assert_eq!(
+        (seen["instructions"].as_str(), seen["max_output_tokens"].as_u64(), seen["store"].as_bool()),
+        (Some("Be brief."), Some(50), Some(false))
+    );
+    assert_eq!(seen["input"], json!([{"type": "message", "role": "user", "content": "Tell a story"}]));
+
+    let body = gw
+        .chat(json!({"model": "gpt-5-codex", "stream": true, "messages": [{"role": "user", "content": "ls"}]}))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let (chunks, done) = crate::support::openai_events(&body);
+    let answer = crate::support::assemble(&chunks);
+    assert!(done, "{body}");
+    assert_eq!(answer.finish.as_deref(), Some("tool_calls"));
+    assert_eq!(answer.tool_calls[0].2, "{\"command\":[\"ls\",\"-la\"]}", "{body}");
+}
+
+#[tokio::test]
+async fn stored_responses_continue_a_conversation_for_their_own_key_only() {
+    let mock = MockUpstream::start().await;
+    let gw = gateway_with_responses_upstream(&mock).await;
+    let first: Value = post_responses(&gw, KEY, &json!({"model": "gpt", "input": "Hello"})).await.json().await.unwrap();
+    let id = first["id"].as_str().unwrap().to_string();
+    assert_eq!(first["store"], true, "{first}");
+
+    let second = post_responses(
+        &gw,
+        KEY,
+        &json!({"model": "gpt", "input": "And again?", "previous_response_id": id, "instructions": "Be new."}),
+    )
+    .await;
+    assert_eq!(second.status(), 200);
+    let second: Value = second.json().await.unwrap();
+    assert_eq!(second["previous_response_id"], id.as_str());
+    let seen = mock.state.requests().pop().unwrap().body;
+    assert_eq!(
+        seen["messages"],
+        json!([
+            {"role": "system", "content": "Be new."},
+            {"role": "user", "content": "Hello"},
+            {"role": "assistant", "content": "\n\nHello there, how may I assist you today?"},
+            {"role": "user", "content": "And again?"},
+        ]),
+        "the stored turn replayed before the new input"
+    );
+
+    let third =
+        post_responses(&gw, KEY, &json!({"model": "gpt", "input": "Third", "previous_response_id": second["id"]}))
+            .await;
+    assert_eq!(third.status(), 200);
+    assert_eq!(
+        mock.state.requests().pop().unwrap().body["messages"].as_array().unwrap().len(),
+        5,
+        "two turns replayed"
+    );
+
+    let refused =
+        post_responses(&gw, OTHER_KEY, &json!({"model": "gpt", "input": "x", "previous_response_id": id})).await;
+    assert_eq!(refused.status(), 404, "another key's conversation does not exist for it");
+    assert_eq!(refused.json::<Value>().await.unwrap()["error"]["code"], "previous_response_not_found");
+
+    let url = format!("{}/v1/responses/{id}", gw.url);
+    let http = reqwest::Client::new();
+    let got: Value = http.get(&url).bearer_auth(KEY).send().await.unwrap().json().await.unwrap();
+    assert_eq!((got["id"].as_str(), got["output"][0]["type"].as_str()), (Some(id.as_str()), Some("message")));
+    assert_eq!(http.get(&url).bearer_auth(OTHER_KEY).send().await.unwrap().status(), 404);
+    let deleted = http.delete(&url).bearer_auth(KEY).send().await.unwrap();
+    assert_eq!(deleted.json::<Value>().await.unwrap()["deleted"], true);
+    assert_eq!(http.get(&url).bearer_auth(KEY).send().await.unwrap().status(), 404);
+
+    let unstored: Value =
+        post_responses(&gw, KEY, &json!({"model": "gpt", "input": "Hi", "store": false})).await.json().await.unwrap();
+    let continued =
+        post_responses(&gw, KEY, &json!({"model": "gpt", "input": "x", "previous_response_id": unstored["id"]})).await;
+    assert_eq!(continued.status(), 404, "store: false keeps nothing");
+
+    // A streamed turn is stored when it completes, and continues like any other.
+    let streamed = post_responses(&gw, KEY, &json!({"model": "gpt", "input": "Stream it", "stream": true}))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let completed = streamed.split("\n\n").find(|e| e.starts_with("event: response.completed")).expect("completed");
+    let completed: Value =
+        serde_json::from_str(completed.lines().last().unwrap().strip_prefix("data: ").unwrap()).unwrap();
+    let next = post_responses(
+        &gw,
+        KEY,
+        &json!({"model": "gpt", "input": "next", "previous_response_id": completed["response"]["id"]}),
+    )
+    .await;
+    assert_eq!(next.status(), 200);
+    let seen = mock.state.requests().pop().unwrap().body;
+    assert_eq!(seen["messages"][0], json!({"role": "user", "content": "Stream it"}));
+}

@@ -11,6 +11,9 @@ pub struct Echo {
     pub request: Map<String, Value>,
     pub created_at: u64,
     pub id: String,
+    pub previous_response_id: Option<String>,
+    /// Whether the gateway keeps the response (`store`, true unless the client said false).
+    pub store: bool,
 }
 
 /// Unified usage → Responses usage (`null` counts stay 0: the field is required there).
@@ -44,8 +47,8 @@ fn response(echo: &Echo, status: &str, output: Vec<Value>, usage: Value, incompl
         "error": error, "incomplete_details": incomplete,
         "instructions": get("instructions", Value::Null), "max_output_tokens": get("max_output_tokens", Value::Null),
         "model": echo.model, "output": output, "parallel_tool_calls": get("parallel_tool_calls", json!(true)),
-        "previous_response_id": null, "reasoning": {"effort": r.get("reasoning").and_then(|x| x.get("effort")).cloned().unwrap_or(Value::Null), "summary": null},
-        "store": false, "temperature": get("temperature", json!(1.0)), "text": get("text", json!({"format": {"type": "text"}})),
+        "previous_response_id": echo.previous_response_id, "reasoning": {"effort": r.get("reasoning").and_then(|x| x.get("effort")).cloned().unwrap_or(Value::Null), "summary": null},
+        "store": echo.store, "temperature": get("temperature", json!(1.0)), "text": get("text", json!({"format": {"type": "text"}})),
         "tool_choice": get("tool_choice", json!("auto")), "tools": get("tools", json!([])), "top_p": get("top_p", json!(1.0)),
         "truncation": "disabled", "usage": usage, "metadata": get("metadata", json!({})),
     })
@@ -197,12 +200,14 @@ impl StreamEncoder {
 
     /// After a complete unified stream: the last item closed, then `response.completed` (or
     /// `response.incomplete` when the answer was cut by its token limit or a filter).
-    pub fn finish(&mut self, out: &mut String) {
+    /// Returns the final `response` object.
+    pub fn finish(&mut self, out: &mut String) -> Value {
         self.close(out);
         let (status, incomplete) = status(self.finish.as_deref());
         let response = response(&self.echo, status, self.done.clone(), usage(&self.usage), incomplete, Value::Null);
         let kind = if status == "completed" { "response.completed" } else { "response.incomplete" };
-        self.event(json!({"type": kind, "response": response}), out);
+        self.event(json!({"type": kind, "response": response.clone()}), out);
+        response
     }
 
     /// After a failed stream: `response.failed` with the error; what was written stays written.
@@ -277,6 +282,47 @@ impl StreamEncoder {
     }
 }
 
+/// Follows a Responses upstream's own events as they pass: the last sequence number and the
+/// response id, so a failure the gateway reports continues the numbering.
+pub struct NativeTracker {
+    echo: Echo,
+    next_sequence: u64,
+}
+
+impl NativeTracker {
+    pub fn new(echo: Echo) -> NativeTracker {
+        NativeTracker { echo, next_sequence: 0 }
+    }
+
+    /// Reads one passed-on frame; the final `response` object when it is the completion.
+    pub fn observe(&mut self, frame: &str) -> Option<Value> {
+        let data: String = frame.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
+        let event: Value = serde_json::from_str(&data).ok()?;
+        if let Some(n) = event["sequence_number"].as_u64() {
+            self.next_sequence = self.next_sequence.max(n.saturating_add(1));
+        }
+        match event["type"].as_str() {
+            Some("response.created") => {
+                if let Some(id) = event["response"]["id"].as_str() {
+                    self.echo.id = id.to_string();
+                }
+                None
+            }
+            Some("response.completed" | "response.incomplete") => Some(event["response"].clone()),
+            _ => None,
+        }
+    }
+
+    /// The terminal `response.failed` event, numbered after the last one passed on.
+    pub fn fail(&mut self, code: &str, message: &str) -> String {
+        let error = json!({"code": code, "message": message});
+        let response = response(&self.echo, "failed", Vec::new(), Value::Null, Value::Null, error);
+        let event = json!({"type": "response.failed", "sequence_number": self.next_sequence, "response": response});
+        self.next_sequence += 1;
+        sse(&event)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,7 +340,7 @@ mod tests {
     }
 
     fn echo() -> Echo {
-        Echo { model: "m".into(), id: "resp_1".into(), created_at: 1, request: Map::new() }
+        Echo { model: "m".into(), id: "resp_1".into(), created_at: 1, ..Echo::default() }
     }
 
     #[test]
@@ -366,6 +412,14 @@ mod tests {
         encoder.chunk(&json!({"choices": [{"index": 0, "delta": {"content": "Hal"}}]}), &mut out);
         encoder.fail("stream_truncated", "the upstream stream ended early", &mut out);
         let last = events(&out).pop().unwrap();
+        let mut tracker = NativeTracker::new(echo());
+        let created = sse(&json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_up"}}));
+        assert_eq!(tracker.observe(&created), None);
+        let failed = events(&tracker.fail("stream_truncated", "cut"));
+        assert_eq!(
+            (failed[0]["sequence_number"].as_u64(), failed[0]["response"]["id"].as_str()),
+            (Some(1), Some("resp_up"))
+        );
         assert_eq!(
             (last["type"].as_str(), last["response"]["status"].as_str()),
             (Some("response.failed"), Some("failed"))

@@ -1,129 +1,212 @@
-//! `POST /v1/responses`: the OpenAI Responses front door (Codex, the Responses SDKs). The
-//! request is translated to the unified form, dispatched like any chat request, and the answer
-//! returned as a `response` object or its event stream; nothing is stored.
+//! `POST /v1/responses`: the OpenAI Responses front door (Codex, the Responses SDKs). An
+//! upstream that speaks Responses gets the request as sent (its adapter's native session);
+//! any other gets it translated to the unified form, and the answer comes back as a
+//! `response` object or its event stream. `previous_response_id` continues a stored turn.
 
 mod encode;
 mod request;
+mod store;
 
 use std::convert::Infallible;
 
 use axum::Extension;
 use axum::body::{Body, Bytes};
+use axum::extract::Path;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::call::{Answer, Call};
+use super::call::{Answer, Call, Native};
 use super::dispatch::dispatch;
 use super::envelope::RequestId;
 use super::error::{ApiError, ErrorType};
 use super::request::{Incoming, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
+use store::Turn;
+
+/// The client protocol of this door, as adapters that forward it natively name it.
+pub const PROTOCOL: &str = "openai-responses";
 
 pub async fn responses(
     Extension(RequestId(request_id)): Extension<RequestId>,
     mut incoming: Incoming,
 ) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
-    let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
+    let gw = incoming.gw.clone();
     let checked: request::ResponsesRequest = parse_json(&bytes)?;
     tracing::Span::current().record("model", &*checked.model);
-    if checked.previous_response_id.is_some() {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            ErrorType::InvalidRequest,
-            "previous_response_id: this gateway keeps no responses; send the whole conversation in `input` (as Codex does with store: false)",
-        )
-        .code("previous_response_not_found")
-        .param("previous_response_id"));
-    }
-    let Value::Object(raw) =
+    let Value::Object(mut raw) =
         serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::invalid_request(e.to_string()))?
     else {
         return Err(ApiError::invalid_request("request body must be a JSON object"));
     };
+    let input = request::input_items(&raw)?;
+    // A continued conversation is replayed whole: the upstream never needs to have kept it.
+    let mut forwarded = bytes.clone();
+    if let Some(previous) = &checked.previous_response_id {
+        let mut items = store::history(&gw, key.name.as_str(), previous, gw.base.body_limit_bytes).await?;
+        items.extend(input.iter().cloned());
+        raw.insert("input".into(), Value::Array(items));
+        raw.remove("previous_response_id");
+        forwarded = Bytes::from(serde_json::to_vec(&raw).expect("a JSON map serialises"));
+    }
     let (unified, dropped) = request::to_unified(&raw)?;
     if !dropped.tools.is_empty() || !dropped.items.is_empty() {
         tracing::warn!(tools = ?dropped.tools, items = ?dropped.items, "responses: built-in tools and input items a chat upstream cannot take were left out");
     }
     let unified = unified.to_string();
+    let turn = Turn {
+        gw: gw.clone(),
+        key: key.name.to_string(),
+        previous: checked.previous_response_id.clone(),
+        input,
+        store: checked.store.unwrap_or(true),
+    };
     let call = Call {
         model: &checked.model,
         unified: &unified,
         stream: checked.stream,
         kind: ModelKind::Chat,
-        client_ip,
+        client_ip: incoming.client_ip,
         request_id: &request_id,
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
-        native: None,
+        native: Some(Native { protocol: PROTOCOL, body: &forwarded, headers: &incoming.headers }),
     };
     let echo = encode::Echo {
         model: checked.model.to_string(),
         id: format!("resp_{request_id}"),
         created_at: gw.scheduler.now().0 / 1000,
+        previous_response_id: checked.previous_response_id.clone(),
+        store: turn.store,
         request: raw,
     };
-    let reply = dispatch(gw, &key, call).await?;
+    let reply = dispatch(&gw, &key, call).await?;
     let mut response = match reply.answer {
         Answer::Complete(body) => {
             let unified: Value = serde_json::from_str(&body).map_err(|e| {
                 ApiError::new(StatusCode::BAD_GATEWAY, ErrorType::Api, format!("adapter returned invalid JSON: {e}"))
             })?;
-            axum::Json(encode::response_object(&echo, &unified)).into_response()
+            let object = encode::response_object(&echo, &unified);
+            turn.save(&object);
+            axum::Json(object).into_response()
         }
-        Answer::Native(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Answer::Stream(chunks) => sse_response(chunks, echo),
+        // A Responses upstream's own answer, untouched (encrypted reasoning, built-in tool calls).
+        Answer::Native(body) => {
+            if let Ok(object) = serde_json::from_slice::<Value>(&body) {
+                turn.save(&object);
+            }
+            ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+        }
+        Answer::Stream(chunks) if chunks.is_native() => native_sse(chunks, echo, turn),
+        Answer::Stream(chunks) => sse_response(chunks, echo, turn),
     };
     response.headers_mut().extend(reply.headers);
     Ok(response)
 }
 
+/// `GET /v1/responses/{id}`: a stored response, to the key that made it.
+pub async fn retrieve(Path(id): Path<String>, mut incoming: Incoming) -> Result<Response, ApiError> {
+    let (_, key, _) = incoming.arrive().await?;
+    let stored = store::owned(&incoming.gw, key.name.as_str(), &id).await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], stored.response).into_response())
+}
+
+/// `DELETE /v1/responses/{id}`: forgets a stored response (the key that made it only).
+pub async fn delete(Path(id): Path<String>, mut incoming: Incoming) -> Result<Response, ApiError> {
+    let (_, key, _) = incoming.arrive().await?;
+    store::owned(&incoming.gw, key.name.as_str(), &id).await?;
+    incoming.gw.state.delete_response(&id);
+    // Gone once this answers: a read right after must not find it.
+    let state = incoming.gw.state.clone();
+    let _ = tokio::task::spawn_blocking(move || state.flush()).await;
+    Ok(axum::Json(serde_json::json!({"id": id, "object": "response", "deleted": true})).into_response())
+}
+
 /// Responses SSE: `response.created` first, events as unified chunks arrive, and exactly one
 /// terminal event — `response.completed`/`.incomplete` after a complete stream,
 /// `response.failed` after a cut, timed-out or refused one.
-fn sse_response(chunks: ChunkStream, echo: encode::Echo) -> Response {
+fn sse_response(chunks: ChunkStream, echo: encode::Echo, turn: Turn) -> Response {
     let span = tracing::Span::current();
     let mut encoder = encode::StreamEncoder::new(echo);
     let mut head = String::new();
     encoder.start(&mut head);
     let first = futures::stream::once(async move { Ok::<_, Infallible>(Bytes::from(head)) });
-    let events = futures::stream::unfold((chunks, encoder, false), move |(mut chunks, mut encoder, ended)| {
+    let events = futures::stream::unfold((chunks, encoder, Some(turn)), move |(mut chunks, mut encoder, mut turn)| {
         let span = span.clone();
         async move {
-            if ended {
-                return None;
-            }
+            let keep = turn.take()?;
             let mut out = String::new();
-            let ended = match chunks.next().await {
+            let next = match chunks.next().await {
                 Some(Ok(chunk)) => {
                     match serde_json::from_str::<Value>(&chunk) {
                         Ok(chunk) => encoder.chunk(&chunk, &mut out),
                         Err(e) => span.in_scope(|| tracing::warn!("skipping a unified chunk that is not JSON: {e}")),
                     }
-                    false
+                    Some(keep)
                 }
                 Some(Err(e)) => {
                     span.in_scope(|| tracing::warn!("stream failed: {e}"));
                     let error = ApiError::from(&e);
-                    let code = error.code.as_deref().unwrap_or(error.kind.as_str()).to_string();
-                    encoder.fail(&code, &error.message, &mut out);
-                    true
+                    encoder.fail(error.code.as_deref().unwrap_or(error.kind.as_str()), &error.message, &mut out);
+                    None
                 }
                 None => {
-                    encoder.finish(&mut out);
-                    true
+                    keep.save(&encoder.finish(&mut out));
+                    None
                 }
             };
-            Some((Ok::<_, Infallible>(Bytes::from(out)), (chunks, encoder, ended)))
+            Some((Ok::<_, Infallible>(Bytes::from(out)), (chunks, encoder, next)))
         }
     });
+    event_stream(first.chain(events))
+}
+
+/// A Responses upstream's own events, passed on as they come; stored when it completes. When
+/// the upstream fails, is cut or times out, the one terminal event is ours: `response.failed`,
+/// numbered after the last event passed on.
+fn native_sse(chunks: ChunkStream, echo: encode::Echo, turn: Turn) -> Response {
+    let span = tracing::Span::current();
+    let events = futures::stream::unfold(
+        (chunks, encode::NativeTracker::new(echo), Some(turn), false),
+        move |(mut chunks, mut tracker, mut turn, ended)| {
+            let span = span.clone();
+            async move {
+                if ended {
+                    return None;
+                }
+                // Polled to its end even after the completion: the books close there.
+                match chunks.next().await {
+                    Some(Ok(frame)) => {
+                        if let Some(response) = tracker.observe(&frame)
+                            && let Some(turn) = turn.take()
+                        {
+                            turn.save(&response);
+                        }
+                        Some((Ok::<_, Infallible>(Bytes::from(frame)), (chunks, tracker, turn, false)))
+                    }
+                    Some(Err(e)) => {
+                        span.in_scope(|| tracing::warn!("stream failed: {e}"));
+                        let error = ApiError::from(&e);
+                        let code = error.code.as_deref().unwrap_or(error.kind.as_str());
+                        let failed = tracker.fail(code, &error.message);
+                        Some((Ok(Bytes::from(failed)), (chunks, tracker, turn, true)))
+                    }
+                    None => None,
+                }
+            }
+        },
+    );
+    event_stream(events)
+}
+
+fn event_stream(events: impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static) -> Response {
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::from_stream(first.chain(events)))
+        .body(Body::from_stream(events))
         .expect("static headers are valid")
 }

@@ -33,6 +33,16 @@ pub struct Dropped {
     pub items: Vec<String>,
 }
 
+/// The request's `input` as items: a string is one user message.
+pub fn input_items(request: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+    match request.get("input") {
+        Some(Value::String(text)) => Ok(vec![json!({"type": "message", "role": "user", "content": text})]),
+        Some(Value::Array(items)) => Ok(items.clone()),
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(_) => Err(ApiError::invalid_request("input must be a string or an array of items").param("input")),
+    }
+}
+
 /// Translates a checked Responses request (as JSON) into the unified form.
 pub fn to_unified(request: &Map<String, Value>) -> Result<(Value, Dropped), ApiError> {
     let mut dropped = Dropped::default();

@@ -41,6 +41,8 @@ pub const CLAUDE_TEXT_SSE: &str = include_str!("../../fixtures/anthropic/text.ss
 pub const CLAUDE_TOOLS_SSE: &str = include_str!("../../fixtures/anthropic/tools.sse");
 pub const CLAUDE_THINKING_SSE: &str = include_str!("../../fixtures/anthropic/thinking.sse");
 pub const CLAUDE_MIDSTREAM_ERROR_SSE: &str = include_str!("../../fixtures/anthropic/midstream_error.sse");
+pub const OPENAI_RESPONSES: &str = include_str!("../../fixtures/openai/responses.json");
+pub const OPENAI_RESPONSES_SSE: &str = include_str!("../../fixtures/openai/responses_tools.sse");
 pub const CLAUDE_CODE_SSE: &str = include_str!("../../fixtures/anthropic/claude_code.sse");
 pub const CLAUDE_ERROR_529: &str = include_str!("../../fixtures/anthropic/error_529.json");
 
@@ -92,6 +94,7 @@ impl MockUpstream {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/messages", post(messages))
+            .route("/v1/responses", post(responses_api))
             .route("/api/chat", post(ollama))
             .route("/v1/embeddings", post(fixed(OPENAI_EMBEDDINGS)))
             .route("/v1/images/generations", post(fixed(OPENAI_IMAGES)))
@@ -210,6 +213,23 @@ async fn messages(State(state): State<Arc<MockState>>, headers: HeaderMap, body:
         // Everything up to (not including) message_delta: a stream cut before it finished.
         "claude-cut" => replay(&CLAUDE_TEXT_SSE[..CLAUDE_TEXT_SSE.find("event: message_delta").unwrap()]),
         _ => replay(CLAUDE_TEXT_SSE),
+    }
+}
+
+/// OpenAI's Responses API: `resp-cut` stops after the function call opened, `resp-failed`
+/// fails after its first events; anything else answers the fixtures.
+async fn responses_api(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&body).expect("the gateway sends JSON upstream");
+    state.requests.lock().unwrap().push(Recorded { headers, body: body.clone() });
+    let events = events_of(OPENAI_RESPONSES_SSE);
+    match (body["model"].as_str().unwrap_or_default(), body["stream"].as_bool().unwrap_or(false)) {
+        (_, false) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], OPENAI_RESPONSES).into_response(),
+        ("resp-cut", true) => replay(&events[..10].concat()),
+        ("resp-failed", true) => {
+            let failed = "event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":2,\"response\":{\"id\":\"resp_0f3a9c1d2e4b5a6978\",\"object\":\"response\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"The model had an error.\"},\"output\":[]}}\n\n";
+            replay(&format!("{}{failed}", events[..2].concat()))
+        }
+        (_, true) => replay(OPENAI_RESPONSES_SSE),
     }
 }
 
