@@ -78,4 +78,7 @@ pub struct Call<'a> {
     /// The client's request as sent, for adapters that forward its protocol untranslated;
     /// `None` once the gateway has changed the request (vision, fusion, judges).
     pub native: Option<Native<'a>>,
+    /// Why the request has no unified form (a block the gateway cannot translate): only
+    /// adapters that take `native` may serve it, and `unified` is the client's body then.
+    pub unified_error: Option<&'a str>,
 }

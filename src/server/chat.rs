@@ -48,6 +48,7 @@ pub async fn chat_completions(
         depth: 0,
         fusion_id: None,
         native: None,
+        unified_error: None,
     };
     let reply = dispatch(gw, &key, call).await?;
     let mut response = match reply.answer {

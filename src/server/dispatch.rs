@@ -57,6 +57,11 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
             fusion_id: call.fusion_id.map(str::to_string),
             stream: call.stream,
         };
+        if let (Some(why), Some(RouteMode::Vision(_) | RouteMode::Fusion(_))) =
+            (call.unified_error, route.map(|r| &r.mode))
+        {
+            return Err(ApiError::invalid_request(why.to_string()));
+        }
         match route.map(|r| (r, &r.mode)) {
             Some((_, RouteMode::Vision(vision))) => {
                 match modes::vision::describe_images(&Gate(gw), key, &call, vision).await? {
@@ -109,6 +114,15 @@ async fn serve(
     // Every call counts against the key, the ones the gateway makes on its behalf too.
     let prompt_estimate = crate::provider::prompt_estimate(call.unified);
     let mut reservation = Some(admission::admit(gw, key, call.unified, prompt_estimate)?);
+    // A request with no unified form goes only to adapters that take it as sent.
+    if let (Some(why), Some(native)) = (call.unified_error, call.native) {
+        let takes_it = |p: &Planned<'_>| {
+            gw.plugins.adapter(&p.resolved.source.adapter).is_some_and(|a| a.native_headers(native.protocol).is_some())
+        };
+        if !candidates.iter().any(takes_it) {
+            return Err(ApiError::invalid_request(why.to_string()));
+        }
+    }
     let conversation = Conversation::of(&key.name, call, gw.scheduler.policy().affinity.enabled);
     let plan = gw.scheduler.plan(candidates, call.model, conversation.query.as_deref());
     if plan.affinity_hit {
@@ -129,6 +143,14 @@ async fn serve(
             report.note(&candidate, format!("adapter `{}` could not translate this request", adapter.name()));
             continue;
         }
+        let native = call.native.and_then(|n| adapter.native_headers(n.protocol).map(|names| n.for_adapter(names)));
+        if let (None, Some(why)) = (&native, call.unified_error) {
+            report.note(
+                &candidate,
+                format!("adapter `{}` takes only translated requests, and this one cannot be: {why}", adapter.name()),
+            );
+            continue;
+        }
         let provider = &call.runtime.provider;
         let mut ticket = match Ticket::admit(gw, provider, &candidate, &slot).await {
             Ok(ticket) => ticket,
@@ -137,7 +159,6 @@ async fn serve(
                 continue;
             }
         };
-        let native = call.native.and_then(|n| adapter.native_headers(n.protocol).map(|names| n.for_adapter(names)));
         let target =
             Target { source, model: candidate.resolved.model, adapter: &adapter, operation, native: native.as_ref() };
         let name = &source.name;

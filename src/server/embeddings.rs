@@ -53,6 +53,7 @@ pub async fn embeddings(
         depth: 0,
         fusion_id: None,
         native: None,
+        unified_error: None,
     };
     match dispatch(gw, &key, call).await?.answer {
         Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),

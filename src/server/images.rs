@@ -64,6 +64,7 @@ pub async fn images(
         depth: 0,
         fusion_id: None,
         native: None,
+        unified_error: None,
     };
     match dispatch(gw, &key, call).await?.answer {
         Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),

@@ -328,6 +328,7 @@ async fn claude_code_requests_keep_mid_conversation_system_messages_and_adaptive
     let calls_before = mock.state.requests().len();
     let short = count(json!({"model": "gpt", "messages": [{"role": "user", "content": "Hi"}]})).await;
     assert_eq!(short.status(), 200);
+    assert_eq!(short.headers()["x-switchyard-estimate"], "true", "no Anthropic upstream serves gpt: an estimate");
     let short: Value = short.json().await.unwrap();
     let long: Value = count(json!({"model": "gpt", "messages": [{"role": "user", "content": "Hi ".repeat(400)}]}))
         .await

@@ -172,3 +172,64 @@ async fn a_cut_native_stream_ends_in_an_error_event_after_what_arrived() {
     assert!(error.starts_with("event: error\n"), "{error}");
     assert!(error.contains("message_stop"), "the error says what never came: {error}");
 }
+
+#[tokio::test]
+async fn count_tokens_asks_an_anthropic_upstream_and_estimates_elsewhere() {
+    let mock = MockUpstream::start().await;
+    let gw = gateway(&mock).await;
+    let count = |model: &str| {
+        let mut body = claude_code_request(false);
+        body["model"] = json!(model);
+        body.as_object_mut().unwrap().remove("max_tokens");
+        body.as_object_mut().unwrap().remove("stream");
+        let gw = &gw;
+        async move {
+            reqwest::Client::new()
+                .post(format!("{}/v1/messages/count_tokens", gw.url))
+                .header("x-api-key", KEY)
+                .header("anthropic-beta", "token-counting-2024-11-01")
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let counted = count("claude").await;
+    assert_eq!(counted.status(), 200);
+    assert!(counted.headers().get("x-switchyard-estimate").is_none());
+    assert_eq!(counted.text().await.unwrap(), "{\"input_tokens\":2095}", "the upstream's own count");
+    let seen = mock.state.requests().pop().unwrap();
+    assert_eq!(seen.body["model"], "claude-code");
+    assert_eq!(seen.body["system"][1]["cache_control"]["type"], "ephemeral", "counted as sent");
+    assert!(seen.headers["anthropic-beta"].to_str().unwrap().starts_with("token-counting-2024-11-01"));
+
+    let logged = gw.admin_json(ADMIN, "/admin/api/logs").await["total"].clone();
+    assert_eq!(logged, 0, "counting generates nothing: no log row");
+
+    let unknown = count("gpt-only").await;
+    assert_eq!(unknown.status(), 404, "an unknown model is refused as /v1/messages would");
+    assert_eq!(unknown.json::<Value>().await.unwrap()["error"]["type"], "not_found_error");
+}
+
+#[tokio::test]
+async fn a_block_the_gateway_cannot_translate_still_goes_to_an_anthropic_upstream_as_sent() {
+    let mock = MockUpstream::start().await;
+    let gw = gateway(&mock).await;
+    let document = json!({"model": "claude", "max_tokens": 1024, "messages": [{"role": "user", "content": [
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQK"}, "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "Summarise the PDF."},
+    ]}]});
+    let response = send(&gw, &document).await;
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    assert_eq!(mock.state.requests().pop().unwrap().body["messages"][0]["content"][0]["type"], "document");
+
+    let mut elsewhere = document.clone();
+    elsewhere["model"] = json!("either");
+    let calls = mock.state.requests().len();
+    // `either`: the Anthropic source answers 529, and the OpenAI one cannot take a document.
+    let response = send(&gw, &elsewhere).await;
+    assert_eq!(response.status(), 503);
+    let error: Value = response.json().await.unwrap();
+    assert!(error["error"]["message"].as_str().unwrap().contains("document"), "{error}");
+    assert_eq!(mock.state.requests().len(), calls + 1, "only the Anthropic source was called");
+}

@@ -141,10 +141,11 @@ impl adapter_kit::NativeGuest for Anthropic {
     type NativeSession = native::NativeSession;
 
     fn protocols() -> Vec<adapter_kit::NativeProtocol> {
-        vec![adapter_kit::NativeProtocol {
-            name: native::PROTOCOL.into(),
-            headers: native::CLIENT_HEADERS.iter().map(|h| h.to_string()).collect(),
-        }]
+        let headers: Vec<String> = native::CLIENT_HEADERS.iter().map(|h| h.to_string()).collect();
+        [native::PROTOCOL, native::COUNT_TOKENS]
+            .into_iter()
+            .map(|name| adapter_kit::NativeProtocol { name: name.into(), headers: headers.clone() })
+            .collect()
     }
 }
 

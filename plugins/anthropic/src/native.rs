@@ -13,8 +13,10 @@ use serde_json::Value;
 
 use super::stream::StreamState;
 
-/// The client protocol this adapter forwards.
+/// The client protocols this adapter forwards: Messages, and counting a Messages request's
+/// tokens (`/v1/messages/count_tokens`, answered by the upstream itself).
 pub const PROTOCOL: &str = "anthropic-messages";
+pub const COUNT_TOKENS: &str = "anthropic-count-tokens";
 
 /// Client headers that shape the upstream's answer and carry no credential.
 pub const CLIENT_HEADERS: &[&str] = &["anthropic-version", "anthropic-beta"];
@@ -22,6 +24,8 @@ pub const CLIENT_HEADERS: &[&str] = &["anthropic-version", "anthropic-beta"];
 pub struct NativeSession {
     ctx: SourceContext,
     stream: RefCell<StreamState>,
+    /// This session counts tokens rather than asks for a message.
+    counting: std::cell::Cell<bool>,
 }
 
 impl GuestNativeSession for NativeSession {
@@ -29,16 +33,18 @@ impl GuestNativeSession for NativeSession {
         // The books always need the usage chunk.
         let mut stream = StreamState::default();
         stream.include_usage = true;
-        NativeSession { ctx, stream: RefCell::new(stream) }
+        NativeSession { ctx, stream: RefCell::new(stream), counting: Default::default() }
     }
 
     fn transform_request(&self, request: ClientRequest) -> Result<HttpRequest, AdapterError> {
-        if request.protocol != PROTOCOL {
-            return Err(adapter_error(
-                ErrorKind::Unsupported,
-                &format!("`{}` is not forwarded natively", request.protocol),
-            ));
-        }
+        let counting = match request.protocol.as_str() {
+            PROTOCOL => false,
+            COUNT_TOKENS => true,
+            other => {
+                return Err(adapter_error(ErrorKind::Unsupported, &format!("`{other}` is not forwarded natively")));
+            }
+        };
+        self.counting.set(counting);
         let mut body = match serde_json::from_slice::<Value>(&request.body) {
             Ok(Value::Object(body)) => body,
             _ => return Err(adapter_error(ErrorKind::BadRequest, "request body must be a JSON object")),
@@ -46,6 +52,10 @@ impl GuestNativeSession for NativeSession {
         body.insert("model".into(), Value::String(self.ctx.upstream_model.clone()));
         let client = |name: &str| request.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
         let mut http = super::request::http(&self.ctx, Value::Object(body))?;
+        if counting {
+            let path = setting(&self.ctx, "count_tokens_path").unwrap_or("/messages/count_tokens");
+            http.url = adapter_kit::http::join_url(&self.ctx.base_url, path);
+        }
         // The client's protocol version and betas are its own to choose; the source's
         // configured betas are added to them.
         if let Some(version) = client("anthropic-version") {
@@ -63,6 +73,13 @@ impl GuestNativeSession for NativeSession {
             return Err(upstream_error(&response));
         }
         let message: Value = adapter_kit::parse_body(&response.body)?;
+        if self.counting.get() {
+            if message.get("input_tokens").and_then(Value::as_u64).is_none() {
+                return Err(adapter_error(ErrorKind::InvalidResponse, "count_tokens answer has no `input_tokens`"));
+            }
+            // Nothing was generated: the books have nothing to count.
+            return Ok(NativeResponse { body: response.body, unified: "{}".into() });
+        }
         let unified = super::unified_message(&message, &self.ctx.upstream_model)?;
         Ok(NativeResponse { body: response.body, unified })
     }

@@ -25,10 +25,15 @@ use super::envelope::{FrontDoor, RequestId};
 use super::error::{ApiError, ErrorType};
 use super::request::{Incoming, parse_json};
 use crate::config::ModelKind;
-use crate::provider::ChunkStream;
+use crate::plugin::Operation;
+use crate::provider::{ChunkStream, Completion, Target};
 
-/// The client protocol of this door, as adapters that forward it natively name it.
+/// The client protocols of this door, as adapters that forward them natively name them.
 pub const PROTOCOL: &str = "anthropic-messages";
+pub const COUNT_TOKENS: &str = "anthropic-count-tokens";
+
+/// Says an answer is the gateway's estimate, not the upstream's count.
+const ESTIMATE_HEADER: &str = "x-switchyard-estimate";
 
 /// The Anthropic endpoint: `request-id`, Anthropic error JSON.
 pub const ANTHROPIC: &FrontDoor =
@@ -50,7 +55,7 @@ pub async fn messages(
     else {
         return Err(ApiError::invalid_request("request body must be a JSON object"));
     };
-    let unified = request::to_unified(&raw)?.to_string();
+    let (unified, unified_error) = translated(&raw, &bytes);
     let native = Native { protocol: PROTOCOL, body: &bytes, headers: &incoming.headers };
     let call = Call {
         model: &checked.model,
@@ -63,6 +68,7 @@ pub async fn messages(
         depth: 0,
         fusion_id: None,
         native: Some(native),
+        unified_error: unified_error.as_deref(),
     };
     let reply = dispatch(gw, &key, call).await?;
     let mut response = match reply.answer {
@@ -84,9 +90,20 @@ pub async fn messages(
     Ok(response)
 }
 
-/// `POST /v1/messages/count_tokens`: the request's input tokens as the gateway estimates them
-/// (the estimate that prices requests whose upstream reports no usage), for any model this key
-/// may use; the same checks and errors as `/v1/messages`, nothing sent upstream.
+/// The unified form of a Messages request; when it has none (a block the gateway cannot
+/// translate, such as a PDF `document`), the client's body and why: it may still go, as sent,
+/// to an upstream that speaks Anthropic.
+fn translated(raw: &serde_json::Map<String, Value>, bytes: &[u8]) -> (String, Option<String>) {
+    match request::to_unified(raw) {
+        Ok(unified) => (unified.to_string(), None),
+        Err(e) => (String::from_utf8_lossy(bytes).into_owned(), Some(e.message.to_string())),
+    }
+}
+
+/// `POST /v1/messages/count_tokens`: counted by the first Anthropic upstream serving the model
+/// (the request forwarded as sent); where none does, or it fails, the gateway's own estimate
+/// (the one that prices answers without usage), marked `x-switchyard-estimate: true`. The same
+/// checks and errors as `/v1/messages`; nothing is generated, logged or charged.
 pub async fn count_tokens(
     Extension(RequestId(request_id)): Extension<RequestId>,
     mut incoming: Incoming,
@@ -94,12 +111,15 @@ pub async fn count_tokens(
     let (runtime, key, bytes) = incoming.arrive().await?;
     let checked: request::MessagesRequest = parse_json(&bytes)?;
     tracing::Span::current().record("model", &*checked.model);
+    if checked.messages.is_empty() {
+        return Err(ApiError::invalid_request("messages: at least one message is required").param("messages"));
+    }
     let Value::Object(raw) =
         serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::invalid_request(e.to_string()))?
     else {
         return Err(ApiError::invalid_request("request body must be a JSON object"));
     };
-    let unified = request::to_unified(&raw)?.to_string();
+    let (unified, unified_error) = translated(&raw, &bytes);
     let call = Call {
         model: &checked.model,
         unified: &unified,
@@ -111,10 +131,37 @@ pub async fn count_tokens(
         depth: 0,
         fusion_id: None,
         native: None,
+        unified_error: None,
     };
-    super::scope::plan_candidates(&key, &call)?;
+    let (_, candidates, _) = super::scope::plan_candidates(&key, &call)?;
+    let native = Native { protocol: COUNT_TOKENS, body: &bytes, headers: &incoming.headers };
+    for planned in candidates.iter().filter(|p| p.resolved.source.enabled) {
+        let Some(adapter) = incoming.gw.plugins.adapter(&planned.resolved.source.adapter) else { continue };
+        let Some(names) = adapter.native_headers(COUNT_TOKENS) else { continue };
+        let client = native.for_adapter(names);
+        let target = Target {
+            source: planned.resolved.source,
+            model: planned.resolved.model,
+            adapter: &adapter,
+            operation: Operation::Chat,
+            native: Some(&client),
+        };
+        match runtime.provider.complete(&target, "").await {
+            Ok((Completion::Native { body, .. }, _)) => {
+                return Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response());
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(source = %planned.resolved.source.name, "count_tokens upstream failed, estimating: {e}");
+                break;
+            }
+        }
+    }
+    if let Some(why) = unified_error {
+        return Err(ApiError::invalid_request(why));
+    }
     let tokens = crate::provider::prompt_estimate(&unified);
-    Ok(axum::Json(serde_json::json!({"input_tokens": tokens})).into_response())
+    Ok(([(ESTIMATE_HEADER, "true")], axum::Json(serde_json::json!({"input_tokens": tokens}))).into_response())
 }
 
 /// Anthropic SSE: events as unified chunks arrive; `message_stop` only after a complete stream,

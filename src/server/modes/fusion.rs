@@ -110,6 +110,7 @@ pub async fn fuse(
         depth: call.depth + 1,
         fusion_id: Some(&fusion_id),
         native: None,
+        unified_error: None,
         ..*call
     };
     let verdict = gw.dispatch(&key.internal(), judge).await.map_err(|e| ApiError {

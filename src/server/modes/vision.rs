@@ -98,6 +98,7 @@ async fn describe(
         depth: call.depth + 1,
         fusion_id: None,
         native: None,
+        unified_error: None,
         ..*call
     };
     let reply = gw.dispatch(key, describe).await?;

@@ -75,6 +75,7 @@ pub async fn responses(
         depth: 0,
         fusion_id: None,
         native: Some(Native { protocol: PROTOCOL, body: &forwarded, headers: &incoming.headers }),
+        unified_error: None,
     };
     let echo = encode::Echo {
         model: checked.model.to_string(),

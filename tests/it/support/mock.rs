@@ -95,6 +95,7 @@ impl MockUpstream {
             .route("/v1/chat/completions", post(chat))
             .route("/v1/messages", post(messages))
             .route("/v1/responses", post(responses_api))
+            .route("/v1/messages/count_tokens", post(count_tokens))
             .route("/api/chat", post(ollama))
             .route("/v1/embeddings", post(fixed(OPENAI_EMBEDDINGS)))
             .route("/v1/images/generations", post(fixed(OPENAI_IMAGES)))
@@ -214,6 +215,13 @@ async fn messages(State(state): State<Arc<MockState>>, headers: HeaderMap, body:
         "claude-cut" => replay(&CLAUDE_TEXT_SSE[..CLAUDE_TEXT_SSE.find("event: message_delta").unwrap()]),
         _ => replay(CLAUDE_TEXT_SSE),
     }
+}
+
+/// Anthropic's token counting: `{"input_tokens": N}`, as its API reference shows.
+async fn count_tokens(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&body).expect("the gateway sends JSON upstream");
+    state.requests.lock().unwrap().push(Recorded { headers, body });
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], "{\"input_tokens\":2095}").into_response()
 }
 
 /// OpenAI's Responses API: `resp-cut` stops after the function call opened, `resp-failed`
