@@ -1,7 +1,7 @@
 //! `POST /v1/responses` through a real client library (async-openai's Responses types parse
-//! every answer and event) against OpenAI-chat, Anthropic, Gemini and Ollama upstreams: text,
-//! streamed function calls, a Codex-shaped request, a cut stream ending in exactly one
-//! `response.failed`, and `previous_response_id` refused as not kept.
+//! every answer and event) against OpenAI-chat, Anthropic, Gemini, Ollama and native Responses
+//! upstreams: text, streamed function calls, Codex-shaped requests, cut and failed streams
+//! ending in exactly one `response.failed`, and stored turns continued by `previous_response_id`.
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
@@ -272,6 +272,18 @@ async fn a_responses_upstream_gets_codex_requests_as_sent_and_the_client_its_eve
     }
     assert_eq!(calls[0]["encrypted_content"], "gAAAAABpM0vX7eYrS3bE0c1Q9z_encrypted_reasoning_state");
     assert_eq!(calls[1]["arguments"], "{\"command\":[\"ls\",\"-la\"]}");
+
+    // What the unified form cannot carry still goes to a Responses upstream, and only there.
+    let file = json!({"model": "gpt-5-codex", "input": [{"role": "user", "content": [
+        {"type": "input_file", "filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="},
+        {"type": "input_text", "text": "Summarise"}]}]});
+    assert_eq!(post_responses(&gw, KEY, &file).await.status(), 200);
+    assert_eq!(mock.state.requests().pop().unwrap().body["input"][0]["content"][0]["type"], "input_file");
+    let mut elsewhere = file.clone();
+    elsewhere["model"] = json!("gpt");
+    let refused = post_responses(&gw, KEY, &elsewhere).await;
+    assert_eq!(refused.status(), 400);
+    assert!(refused.text().await.unwrap().contains("input_file"));
 
     let mut whole = codex_request("gpt-5-codex");
     whole["stream"] = json!(false);

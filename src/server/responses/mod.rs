@@ -52,11 +52,19 @@ pub async fn responses(
         raw.remove("previous_response_id");
         forwarded = Bytes::from(serde_json::to_vec(&raw).expect("a JSON map serialises"));
     }
-    let (unified, dropped) = request::to_unified(&raw)?;
+    // What the unified form cannot carry (`input_file`, say) may still go to a Responses upstream.
+    let (unified, dropped, unified_error) = match request::to_unified(&raw) {
+        Ok((unified, dropped)) => (unified, dropped, None),
+        Err(e) => (Value::Null, request::Dropped::default(), Some(e.message)),
+    };
     if !dropped.tools.is_empty() || !dropped.items.is_empty() {
-        tracing::warn!(tools = ?dropped.tools, items = ?dropped.items, "responses: built-in tools and input items a chat upstream cannot take were left out");
+        // Only a translated attempt loses them; a Responses upstream gets the request whole.
+        tracing::debug!(tools = ?dropped.tools, items = ?dropped.items, "responses: built-in tools and input items a chat upstream cannot take are left out of the unified form");
     }
-    let unified = unified.to_string();
+    let unified = match unified {
+        Value::Null => String::from_utf8_lossy(&forwarded).into_owned(),
+        unified => unified.to_string(),
+    };
     let turn = Turn {
         gw: gw.clone(),
         key: key.name.to_string(),
@@ -75,7 +83,7 @@ pub async fn responses(
         depth: 0,
         fusion_id: None,
         native: Some(Native { protocol: PROTOCOL, body: &forwarded, headers: &incoming.headers }),
-        unified_error: None,
+        unified_error: unified_error.as_deref(),
     };
     let echo = encode::Echo {
         model: checked.model.to_string(),
