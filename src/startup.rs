@@ -80,7 +80,9 @@ pub async fn build_with_clock(
         );
     }
     let scheduler = Scheduler::new(Policy::of(config), clock, Some(store.clone() as Arc<dyn Persist>));
-    Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, store)?), report))
+    let gateway = Arc::new(Gateway::new(loaded, plugins, scheduler, store)?);
+    gateway.detect_at_start().await;
+    Ok((gateway, report))
 }
 
 /// The admin token kept in `file` (mode 600), made on the first start: 244 random bits.

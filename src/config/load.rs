@@ -991,8 +991,12 @@ impl Collector<'_> {
             if s.rpm == Some(0) {
                 self.error(&at("rpm"), "must be at least 1", "write requests per minute, or remove it for no limit");
             }
-            if s.models.is_empty() {
-                self.error(&at("models"), "is empty", "list the models this source serves, e.g. - name: gpt-4o");
+            if s.models.is_empty() && !s.detect_models {
+                self.error(
+                    &at("models"),
+                    "is empty",
+                    "list the models this source serves, e.g. - name: gpt-4o, or set detect_models: true",
+                );
             }
             let mut models = HashSet::new();
             for (j, m) in s.models.iter().enumerate() {

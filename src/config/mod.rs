@@ -395,6 +395,10 @@ pub struct SourceConfig {
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
     pub models: Vec<ModelConfig>,
+    /// Ask the upstream's model list at start (and on the admin API's detect): what it lists
+    /// joins `models` as chat models.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detect_models: bool,
     /// An operator's switch: a disabled source keeps its place but serves nothing.
     #[serde(default = "enabled_by_default", skip_serializing_if = "is_enabled")]
     pub enabled: bool,
@@ -450,6 +454,9 @@ pub struct ModelConfig {
     pub upstream: Option<String>,
     #[serde(default)]
     pub kind: ModelKind,
+    /// Listed by the upstream (`detect_models`), not written in the config.
+    #[serde(skip)]
+    pub detected: bool,
 }
 
 impl ModelConfig {

@@ -11,10 +11,10 @@ use crate::config::AdapterName;
 
 // Exports are async so guest calls run on a fiber: WASI's host side (e.g. a panicking guest
 // writing to stderr) is tokio-based and must not block a runtime worker.
-// The richer world is generated; a component is loaded interface by interface, so one that
-// exports only `adapter-world` (no `native`) runs too.
+// The richest world is generated; a component is loaded interface by interface, so one that
+// exports only `adapter-world` (no `native`, no `models`) runs too.
 wasmtime::component::bindgen!({
-    world: "native-adapter-world",
+    world: "full-adapter-world",
     path: "wit",
     exports: { default: async },
     // The one import that waits on the network yields the worker instead of blocking it.
@@ -28,15 +28,17 @@ pub use self::switchyard::adapter::types::{
 pub use exports::switchyard::adapter::adapter::{Metadata, SourceContext};
 pub use exports::switchyard::adapter::native::{ClientRequest, NativeOutput, NativeProtocol, NativeResponse};
 
-use exports::switchyard::adapter::{adapter, native};
+use exports::switchyard::adapter::{adapter, models, native};
 
 /// A component's `native` interface.
 pub type NativeGuest = native::Guest;
 
-/// The interfaces one instance exports: always `adapter`, `native` when the component has it.
+/// The interfaces one instance exports: always `adapter`; `native` and `models` when the
+/// component has them.
 pub struct Exports {
     pub adapter: adapter::Guest,
     pub native: Option<native::Guest>,
+    pub models: Option<models::Guest>,
 }
 
 /// A linked component and where its exports are, found once per component.
@@ -45,17 +47,23 @@ pub struct ExportsPre {
     pre: wasmtime::component::InstancePre<GuestState>,
     adapter: adapter::GuestIndices,
     native: Option<native::GuestIndices>,
+    models: Option<models::GuestIndices>,
 }
 
 impl ExportsPre {
     pub fn new(pre: wasmtime::component::InstancePre<GuestState>) -> Result<ExportsPre> {
         let adapter = adapter::GuestIndices::new(&pre)?;
         // Absent is fine (an adapter-world component); present but malformed is not.
-        let native = match pre.component().get_export_index(None, "switchyard:adapter/native@0.1.0") {
-            None => None,
-            Some(_) => Some(native::GuestIndices::new(&pre)?),
+        let exports = |name: &str| pre.component().get_export_index(None, name).is_some();
+        let native = match exports("switchyard:adapter/native@0.1.0") {
+            false => None,
+            true => Some(native::GuestIndices::new(&pre)?),
         };
-        Ok(ExportsPre { pre, adapter, native })
+        let models = match exports("switchyard:adapter/models@0.1.0") {
+            false => None,
+            true => Some(models::GuestIndices::new(&pre)?),
+        };
+        Ok(ExportsPre { pre, adapter, native, models })
     }
 
     pub async fn instantiate_async(&self, store: &mut wasmtime::Store<GuestState>) -> Result<Exports> {
@@ -65,7 +73,11 @@ impl ExportsPre {
             Some(indices) => Some(indices.load(&mut *store, &instance)?),
             None => None,
         };
-        Ok(Exports { adapter, native })
+        let models = match &self.models {
+            Some(indices) => Some(indices.load(&mut *store, &instance)?),
+            None => None,
+        };
+        Ok(Exports { adapter, native, models })
     }
 }
 

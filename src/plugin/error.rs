@@ -16,6 +16,7 @@ pub enum GuestCall {
     TransformResponse,
     TransformStreamChunk,
     FinishStream,
+    ListModels,
 }
 
 impl GuestCall {
@@ -29,6 +30,7 @@ impl GuestCall {
             GuestCall::TransformResponse => "transform_response",
             GuestCall::TransformStreamChunk => "transform_stream_chunk",
             GuestCall::FinishStream => "finish_stream",
+            GuestCall::ListModels => "list_models",
         }
     }
 }
@@ -43,6 +45,7 @@ impl fmt::Display for GuestCall {
             GuestCall::TransformResponse => "transform-response",
             GuestCall::TransformStreamChunk => "transform-stream-chunk",
             GuestCall::FinishStream => "finish-stream",
+            GuestCall::ListModels => "models",
         })
     }
 }

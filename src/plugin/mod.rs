@@ -31,7 +31,7 @@ pub use error::{GuestCall, SandboxCause, SandboxError};
 pub use lua::BUNDLED_SCRIPTS;
 pub use session::{AdapterSession, GuestResult};
 
-use bindings::{ExportsPre, GuestState, NativeAdapterWorld};
+use bindings::{ExportsPre, FullAdapterWorld, GuestState};
 use cache::ComponentCache;
 use engine::EpochTicker;
 pub use engine::MAX_CORE_INSTANCES;
@@ -202,6 +202,46 @@ impl Adapter {
         }
     }
 
+    /// Asks the adapter (on a fresh instance, outside any session) for the request that lists
+    /// its upstream's models; `None` when the component exports no `models` interface.
+    pub async fn models_request(&self, context: &SourceContext) -> Option<GuestResult<HttpRequest>> {
+        let mut instance = match self.instantiate().await {
+            Ok(instance) => instance,
+            Err(e) => return Some(Err(e)),
+        };
+        let models = instance.world.models.take()?;
+        instance.store.set_epoch_deadline(self.limits.deadline_ticks());
+        let call = models.call_list_request(&mut instance.store, context);
+        Some(self.settle_alone(tokio::time::timeout(self.limits.wall_per_call, call).await, &instance))
+    }
+
+    /// The model ids in the upstream's answer to [`Adapter::models_request`].
+    pub async fn read_models(&self, context: &SourceContext, response: &HttpResponse) -> GuestResult<Vec<String>> {
+        let mut instance = self.instantiate().await?;
+        let Some(models) = instance.world.models.take() else {
+            let cause = SandboxCause::Trap("the component exports no `models` interface".into());
+            return Err(self.sandbox_error(GuestCall::ListModels, cause));
+        };
+        instance.store.set_epoch_deadline(self.limits.deadline_ticks_for(response.body.len()));
+        let call = models.call_read_list(&mut instance.store, context, response);
+        self.settle_alone(tokio::time::timeout(self.limits.wall_per_call, call).await, &instance)
+    }
+
+    /// A call on an instance of its own (no session): its trap or time-out named.
+    fn settle_alone<R>(
+        &self,
+        result: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
+        instance: &Instance,
+    ) -> Result<R, SandboxError> {
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(self.sandbox_error(GuestCall::ListModels, self.trap_cause(&e, instance.store.data()))),
+            Err(_) => {
+                Err(self.sandbox_error(GuestCall::ListModels, SandboxCause::WallLimit(self.limits.wall_per_call)))
+            }
+        }
+    }
+
     /// The limits its instances run under (the defaults with the operator's grant).
     pub fn limits(&self) -> &SandboxLimits {
         &self.limits
@@ -309,7 +349,7 @@ impl PluginHost {
             .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e}"))?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| anyhow::anyhow!("linking WASI: {e}"))?;
-        NativeAdapterWorld::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |state| state)
+        FullAdapterWorld::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |state| state)
             .map_err(|e| anyhow::anyhow!("linking host imports: {e}"))?;
         let mut host = PluginHost {
             grants,

@@ -217,6 +217,39 @@ impl Provider {
         Ok(ChunkStream::new(session, framing::events(response, framing), target, first_event_by))
     }
 
+    /// The source's model list, asked through its adapter's `models` interface within the
+    /// source's `timeout_seconds`; the error says why in words for the log and the admin API.
+    pub async fn list_models(&self, source: &SourceConfig, adapter: &Arc<Adapter>) -> Result<Vec<String>, String> {
+        let model =
+            ModelConfig { name: String::new(), upstream: None, kind: crate::config::ModelKind::Chat, detected: false };
+        let target = Target { source, model: &model, adapter, operation: Operation::Chat, native: None };
+        let context = target.context();
+        let request = match adapter.models_request(&context).await {
+            None => {
+                return Err(format!(
+                    "adapter `{}` cannot list models (it exports no `models` interface)",
+                    adapter.name()
+                ));
+            }
+            Some(Err(sandbox)) => return Err(sandbox.to_string()),
+            Some(Ok(Err(refused))) => return Err(scrub(source, &bounded(refused.message))),
+            Some(Ok(Ok(request))) => request,
+        };
+        let exchange = async {
+            let response = self.send(&target, request).await?;
+            read_response(&target, response).await
+        };
+        let response = tokio::time::timeout(source.timeout(), exchange)
+            .await
+            .map_err(|_| format!("no model list within {} s", source.timeout().as_secs()))?
+            .map_err(|e| e.to_string())?;
+        match adapter.read_models(&context, &response).await {
+            Ok(Ok(names)) => Ok(names),
+            Ok(Err(verdict)) => Err(upstream(source, verdict).to_string()),
+            Err(sandbox) => Err(sandbox.to_string()),
+        }
+    }
+
     async fn send(&self, target: &Target<'_>, request: HttpRequest) -> Result<reqwest::Response, AttemptError> {
         let adapter = target.adapter.name().to_string();
         let bad = |message: String| AttemptError::BadAdapterOutput { adapter: adapter.clone(), message };

@@ -7,6 +7,7 @@ mod books;
 mod call;
 mod chat;
 mod conversation;
+mod detect;
 mod dispatch;
 mod embeddings;
 mod envelope;
@@ -81,6 +82,8 @@ pub struct Gateway {
     edits: tokio::sync::Mutex<()>,
     /// What operators are told about as it happens (a model no source could serve).
     pub notices: Notices,
+    /// The models each `detect_models` source's upstream listed last.
+    detected: std::sync::Mutex<detect::Detected>,
 }
 
 impl Gateway {
@@ -105,6 +108,7 @@ impl Gateway {
             in_flight,
             edits: tokio::sync::Mutex::new(()),
             notices: Notices::default(),
+            detected: Default::default(),
         })
     }
 
@@ -132,12 +136,37 @@ impl Gateway {
         })?;
         write_runtime_file(&self.base.runtime_file, &file)
             .map_err(|e| internal(format!("cannot write {}: {e}", self.base.runtime_file.display())))?;
+        self.install(&current, config, file)?;
+        Ok(out)
+    }
+
+    /// Swaps in a runtime for `config` (the detected models added) and `file`.
+    fn install(&self, current: &Runtime, config: Config, file: RuntimeFile) -> Result<(), ApiError> {
+        let config = self.detected.lock().expect("detected models").apply(config);
         let provider = current.provider.rebuild(&config).map_err(|e| internal(e.to_string()))?;
         self.plugins.size_pools(&config);
         let keys = KeyTable::new(&config);
         self.scheduler.set_selection(config.channel_selection);
         self.runtime.store(Arc::new(Runtime { config, file, provider, keys }));
-        Ok(out)
+        Ok(())
+    }
+
+    /// The current runtime again, with the detected models as they are now.
+    async fn reinstall(&self) {
+        let _one_at_a_time = self.edits.lock().await;
+        let current = self.runtime();
+        let names = self.plugins.names();
+        let names: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+        match crate::config::with_runtime(&self.base, &current.file, &names) {
+            Ok(config) => {
+                if let Err(e) = self.install(&current, config, current.file.clone()) {
+                    tracing::warn!("detected models not put in use: {}", e.message);
+                }
+            }
+            Err(errors) => {
+                tracing::warn!("detected models not put in use: the config no longer checks ({} errors)", errors.len())
+            }
+        }
     }
 
     /// Records an attempt: its metrics, and its request-log row (journaled when this returns).

@@ -21,7 +21,11 @@ pub async fn list_models(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> 
         for model in &source.models {
             let qualified = format!("{}/{}", source.name, model.name);
             if key.scope.allows(&[&model.name, &qualified]) && seen.insert(model.name.clone()) {
-                data.push(json!({"id": model.name, "object": "model", "created": 0, "owned_by": source.name}));
+                let mut entry = json!({"id": model.name, "object": "model", "created": 0, "owned_by": source.name});
+                if model.detected {
+                    entry["detected"] = json!(true);
+                }
+                data.push(entry);
             }
         }
     }

@@ -9,6 +9,7 @@ mod authoring;
 mod chat;
 mod config_check;
 mod deepseek_upstream;
+mod detect;
 mod embeddings;
 mod examples;
 mod failover;

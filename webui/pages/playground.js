@@ -113,17 +113,21 @@ export default function PlaygroundPage() {
   const logEnd = useRef(null);
   const fileInput = useRef(null);
 
+  // Only the answer for the key asked last counts: an earlier key's may arrive after it.
+  const modelsAsked = useRef(0);
   const loadModels = async () => {
+    const asked = ++modelsAsked.current;
     if (!key) { setModels({ list: null, error: null, loading: false }); return; }
     setModels((m) => ({ ...m, loading: true }));
     try {
       const res = await client('GET', '/v1/models', key);
       const body = await res.json();
+      if (asked !== modelsAsked.current) return;
       const list = (body.data ?? []).map((d) => d.id).filter((id) => typeof id === 'string');
       setModels({ list, error: null, loading: false });
       if (!list.includes(model) && list.length) setModel(list[0]);
     } catch (error) {
-      setModels({ list: null, error, loading: false });
+      if (asked === modelsAsked.current) setModels({ list: null, error, loading: false });
     }
   };
   useEffect(() => { loadModels(); }, [key]);

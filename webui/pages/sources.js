@@ -34,6 +34,8 @@ function toForm(s = {}) {
     settings: Object.entries(s.settings ?? {}).map(([k, v]) => ({ k, v: String(v) })),
     models: (s.models ?? []).map((m) => ({ name: m.name ?? '', upstream: m.upstream ?? '', kind: m.kind ?? 'chat' })),
     enabled: s.enabled !== false,
+    detect_models: s.detect_models === true,
+    detected: s.detected_models ?? [],
   };
   for (const [k] of NUMBERS) f[k] = str(s[k]);
   return f;
@@ -75,12 +77,13 @@ function formFields(f, { withEnabled }) {
     out.models.push(model);
   });
   if (withEnabled) out.enabled = f.enabled;
+  if (f.detect_models) out.detect_models = true;
   return out;
 }
 
 /** The fields a template keeps of a source as the API lists it (all but name, api_key and annotations). */
 function sourceFieldsOf(source) {
-  const { name, api_key, origin, deleted, ...fields } = source;
+  const { name, api_key, origin, deleted, detected_models, ...fields } = source;
   for (const k of Object.keys(fields)) if (fields[k] === null) delete fields[k];
   fields.models = (fields.models ?? []).map((m) => {
     const out = { name: m.name, kind: m.kind ?? 'chat' };
@@ -116,10 +119,12 @@ function SourceFields({ form, set, adapters, withName, nameLabel = 'Name', nameR
       <${SelectInput} label="Adapter" value=${form.adapter} onValue=${field('adapter')}
         options=${adapterNames.length ? adapterNames : ['openai']} />
       ${withEnabled ? html`<div class="field"><${Toggle} label="Enabled" checked=${form.enabled} onChange=${field('enabled')} /></div>` : null}
+      <div class="field"><${Toggle} label="Detect the upstream's models" checked=${form.detect_models} onChange=${field('detect_models')} /></div>
     </div>
+    ${form.detected.length ? html`<p class="muted">Detected: ${form.detected.join(', ')}</p>` : null}
     <fieldset class="fieldset">
       <legend>Models</legend>
-      ${form.models.length === 0 ? html`<p class="muted">No models yet: a source serves the models listed here.</p>` : null}
+      ${form.models.length === 0 ? html`<p class="muted">No models yet: a source serves the models listed here${form.detect_models ? ' and those its upstream lists' : ''}.</p>` : null}
       ${form.models.map((m, i) => html`<div class="form-row model-edit" key=${i}>
         <${TextInput} label=${`Model ${i + 1} name`} value=${m.name} onValue=${(v) => setModel(i, { name: v })} placeholder="gpt-4o-mini" />
         <${TextInput} label=${`Model ${i + 1} upstream name`} value=${m.upstream} onValue=${(v) => setModel(i, { upstream: v })}
@@ -426,7 +431,7 @@ function SourcesTab({ sources, health, adapters, templates, reload, reloadTempla
     { key: 'origin', label: 'Origin', render: (s) => s.origin ?? '—' },
     { key: 'adapter', label: 'Adapter', render: (s) => html`<span class="mono">${s.adapter}</span>` },
     { key: 'base_url', label: 'Base URL', render: (s) => html`<span class="mono wrap-any">${s.base_url}</span>` },
-    { key: 'models', label: 'Models', render: (s) => html`<${Chips} items=${(s.models ?? []).map((m) => (m.kind && m.kind !== 'chat' ? `${m.name} (${m.kind})` : m.name))} />` },
+    { key: 'models', label: 'Models', render: (s) => html`<${Chips} items=${[...(s.models ?? []).map((m) => (m.kind && m.kind !== 'chat' ? `${m.name} (${m.kind})` : m.name)), ...(s.detected_models ?? []).map((m) => `${m} (detected)`)]} />` },
     { key: 'api_key', label: 'Key', render: (s) => html`<span class="mono nowrap">${s.api_key ? maskKey(s.api_key) : html`<span class="muted">none</span>`}</span>` },
     { key: 'actions', label: 'Actions', class: 'actions', render: (s) => (s.deleted
       ? html`<div class="btn-group"><${Button} size="sm" aria-label=${`Restore ${s.name}`} onClick=${() => setDialog({ kind: 'restore', s })}>Restore<//></div>`

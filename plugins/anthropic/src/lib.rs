@@ -149,4 +149,20 @@ impl adapter_kit::NativeGuest for Anthropic {
     }
 }
 
+/// `GET {base_url}/models?limit=1000` (Anthropic's list, `{data: [{id}]}`).
+impl adapter_kit::ModelsGuest for Anthropic {
+    fn list_request(ctx: SourceContext) -> Result<HttpRequest, AdapterError> {
+        let mut request = request::http(&ctx, json!({}))?;
+        request.method = "GET".into();
+        request.url = adapter_kit::http::join_url(&ctx.base_url, "/models?limit=1000");
+        request.body = Vec::new();
+        request.headers.retain(|(k, _)| k != "content-type");
+        Ok(request)
+    }
+
+    fn read_list(_ctx: SourceContext, response: HttpResponse) -> Result<Vec<String>, AdapterError> {
+        adapter_kit::model_ids(&response, "data", |m| m.get("id").and_then(Value::as_str).map(str::to_string))
+    }
+}
+
 adapter_kit::export!(Anthropic);

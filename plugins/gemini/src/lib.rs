@@ -246,4 +246,31 @@ impl GuestSession for Session {
     }
 }
 
-adapter_kit::export_unified!(Gemini);
+/// `GET {base_url}/models?pageSize=1000`: the models that generate content (`models/` cut off).
+impl adapter_kit::ModelsGuest for Gemini {
+    fn list_request(ctx: SourceContext) -> Result<HttpRequest, AdapterError> {
+        let mut headers: Vec<(String, String)> = Vec::new();
+        if !ctx.api_key.is_empty() {
+            headers.push(("x-goog-api-key".into(), ctx.api_key.clone()));
+        }
+        headers.extend(setting_headers(&ctx.settings));
+        Ok(HttpRequest {
+            method: "GET".into(),
+            url: join_url(&ctx.base_url, "/models?pageSize=1000"),
+            headers,
+            body: Vec::new(),
+        })
+    }
+
+    fn read_list(_ctx: SourceContext, response: HttpResponse) -> Result<Vec<String>, AdapterError> {
+        adapter_kit::model_ids(&response, "models", |m| {
+            let methods = m.get("supportedGenerationMethods").and_then(Value::as_array);
+            let generates = methods.is_none_or(|all| all.iter().any(|x| x == "generateContent" || x == "predict"));
+            let name = m.get("name").and_then(Value::as_str)?;
+            generates.then(|| name.strip_prefix("models/").unwrap_or(name).to_string())
+        })
+    }
+}
+
+adapter_kit::no_native!(Gemini);
+adapter_kit::export!(Gemini);

@@ -4,7 +4,7 @@
 
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "native-adapter-world",
+        world: "full-adapter-world",
         path: "../../wit",
         pub_export_macro: true,
         default_bindings_module: "adapter_kit::bindings",
@@ -20,6 +20,7 @@ pub mod openai_compat;
 pub mod unified;
 
 pub use bindings::exports::switchyard::adapter::adapter::{Guest, GuestSession, SessionBorrow};
+pub use bindings::exports::switchyard::adapter::models::Guest as ModelsGuest;
 pub use bindings::exports::switchyard::adapter::native::{
     ClientRequest, Guest as NativeGuest, GuestNativeSession, NativeOutput, NativeProtocol, NativeResponse,
 };
@@ -61,9 +62,9 @@ impl NoNative {
     }
 }
 
-/// Exports an adapter that only translates unified requests (it forwards nothing natively).
+/// Declares that an adapter forwards no protocol natively.
 #[macro_export]
-macro_rules! export_unified {
+macro_rules! no_native {
     ($adapter:ident) => {
         impl $crate::NativeGuest for $adapter {
             type NativeSession = $crate::NoNative;
@@ -72,9 +73,57 @@ macro_rules! export_unified {
                 Vec::new()
             }
         }
+    };
+}
+
+/// Declares that an adapter cannot list its upstream's models.
+#[macro_export]
+macro_rules! no_models {
+    ($adapter:ident) => {
+        impl $crate::ModelsGuest for $adapter {
+            fn list_request(_: $crate::SourceContext) -> Result<$crate::HttpRequest, $crate::AdapterError> {
+                Err($crate::errors::adapter_error($crate::ErrorKind::Unsupported, "this adapter cannot list models"))
+            }
+
+            fn read_list(
+                _: $crate::SourceContext,
+                _: $crate::HttpResponse,
+            ) -> Result<Vec<String>, $crate::AdapterError> {
+                Err($crate::errors::adapter_error($crate::ErrorKind::Unsupported, "this adapter cannot list models"))
+            }
+        }
+    };
+}
+
+/// Exports an adapter that only translates unified requests (no native protocol, no model list).
+#[macro_export]
+macro_rules! export_unified {
+    ($adapter:ident) => {
+        $crate::no_native!($adapter);
+        $crate::no_models!($adapter);
         $crate::export!($adapter);
     };
 }
+
+/// The ids of an upstream's model list, read from `list` (e.g. `data`) of a 2xx JSON answer by
+/// `id_of` each entry; at most [`MAX_MODELS`], each at most 200 bytes.
+pub fn model_ids(
+    response: &HttpResponse,
+    list: &str,
+    id_of: impl Fn(&serde_json::Value) -> Option<String>,
+) -> Result<Vec<String>, AdapterError> {
+    if !(200..300).contains(&response.status) {
+        return Err(errors::upstream_error(response));
+    }
+    let body = parse_body(&response.body)?;
+    let entries = body.get(list).and_then(serde_json::Value::as_array).ok_or_else(|| {
+        errors::adapter_error(ErrorKind::InvalidResponse, &format!("the model list has no `{list}` array"))
+    })?;
+    Ok(entries.iter().filter_map(id_of).filter(|id| !id.is_empty() && id.len() <= 200).take(MAX_MODELS).collect())
+}
+
+/// Most model ids read from one list.
+pub const MAX_MODELS: usize = 2000;
 
 /// Parses the unified request JSON the host hands over; it is always a JSON object.
 pub fn parse_request(request: &str) -> Result<serde_json::Map<String, serde_json::Value>, AdapterError> {

@@ -29,6 +29,37 @@ pub fn metadata<D: Dialect>() -> Metadata {
     crate::metadata(D::NAME, "openai-chat", StreamFraming::Sse)
 }
 
+/// The source's key as the site wants it: `Authorization: Bearer`, or the `auth_header` setting.
+fn auth_header(ctx: &SourceContext) -> Option<(String, String)> {
+    if ctx.api_key.is_empty() {
+        return None;
+    }
+    let name = setting(ctx, "auth_header").unwrap_or("authorization");
+    let value = if name.eq_ignore_ascii_case("authorization") {
+        format!("Bearer {}", ctx.api_key)
+    } else {
+        ctx.api_key.clone()
+    };
+    Some((name.to_string(), value))
+}
+
+/// `GET {base_url}/models` (or the `models_path` setting) with the source's key.
+pub fn models_request(ctx: &SourceContext) -> HttpRequest {
+    let mut headers: Vec<(String, String)> = auth_header(ctx).into_iter().collect();
+    headers.extend(setting_headers(&ctx.settings));
+    HttpRequest {
+        method: "GET".into(),
+        url: join_url(&ctx.base_url, setting(ctx, "models_path").unwrap_or("/models")),
+        headers,
+        body: Vec::new(),
+    }
+}
+
+/// The ids of an OpenAI model list (`{data: [{id}]}`).
+pub fn read_models(response: &HttpResponse) -> Result<Vec<String>, AdapterError> {
+    crate::model_ids(response, "data", |m| m.get("id").and_then(Value::as_str).map(str::to_string))
+}
+
 /// Gateway-only request fields an OpenAI upstream would reject.
 /// (`thinking` and `top_k` arrive from Anthropic clients through the /v1/messages front door.)
 const GATEWAY_FIELDS: &[&str] = &["disable_thinking", "thinking", "top_k"];
@@ -62,15 +93,7 @@ impl<D: Dialect> GuestSession for Session<D> {
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
-        if !self.ctx.api_key.is_empty() {
-            let name = setting(&self.ctx, "auth_header").unwrap_or("authorization");
-            let value = if name.eq_ignore_ascii_case("authorization") {
-                format!("Bearer {}", self.ctx.api_key)
-            } else {
-                self.ctx.api_key.clone()
-            };
-            headers.push((name.to_string(), value));
-        }
+        headers.extend(auth_header(&self.ctx));
         if streaming {
             headers.push(("accept".into(), "text/event-stream".into()));
         }

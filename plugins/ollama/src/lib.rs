@@ -259,4 +259,23 @@ fn to_chat(unified: &Map<String, Value>, model: &str) -> Result<Value, AdapterEr
     Ok(body)
 }
 
-adapter_kit::export_unified!(Ollama);
+/// `GET {base_url}/api/tags`: the models pulled on the Ollama host.
+impl adapter_kit::ModelsGuest for Ollama {
+    fn list_request(ctx: SourceContext) -> Result<HttpRequest, AdapterError> {
+        Ok(HttpRequest {
+            method: "GET".into(),
+            url: join_url(&ctx.base_url, "/api/tags"),
+            headers: setting_headers(&ctx.settings).collect(),
+            body: Vec::new(),
+        })
+    }
+
+    fn read_list(_ctx: SourceContext, response: HttpResponse) -> Result<Vec<String>, AdapterError> {
+        adapter_kit::model_ids(&response, "models", |m| {
+            m.get("name").or_else(|| m.get("model")).and_then(Value::as_str).map(str::to_string)
+        })
+    }
+}
+
+adapter_kit::no_native!(Ollama);
+adapter_kit::export!(Ollama);

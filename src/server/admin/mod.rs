@@ -41,6 +41,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router<Arc<Gateway>> {
         .route("/sources", get(sources::list).post(sources::create))
         .route("/sources/{name}", get(sources::show).put(sources::replace).delete(sources::delete))
         .route("/sources/{name}/test", post(sources::test))
+        .route("/sources/{name}/detect", post(sources::detect))
         .route("/source-templates", get(sources::list_templates).post(sources::create_template))
         .route("/source-templates/{name}", put(sources::replace_template).delete(sources::delete_template))
         .route("/source-templates/{name}/sources", post(sources::from_template))

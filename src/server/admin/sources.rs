@@ -19,15 +19,35 @@ use crate::plugin::Operation;
 use crate::provider::Target;
 use crate::server::Gateway;
 use crate::server::admin::internal;
-use crate::server::error::ApiError;
+use crate::server::error::{ApiError, ErrorType};
 
-/// A source as answers show it: its key masked, and where it comes from.
+/// A source as answers show it: its key masked, where it comes from, and the models its
+/// upstream listed (`detected_models`) apart from the configured ones, so a GET can be PUT back.
 pub fn source_json(source: &SourceConfig, origin: &str) -> Value {
     let mut value = serde_json::to_value(source).expect("sources serialize");
     value["api_key"] = json!(source.api_key.masked());
     value["origin"] = json!(origin);
     value["enabled"] = json!(source.enabled);
+    let (detected, configured): (Vec<_>, Vec<_>) = source.models.iter().partition(|m| m.detected);
+    value["models"] = serde_json::to_value(configured).expect("models serialize");
+    value["detected_models"] = json!(detected.iter().map(|m| &m.name).collect::<Vec<_>>());
     value
+}
+
+/// `POST /admin/api/sources/{name}/detect`: asks the upstream's model list now (the source's
+/// `detect_models` need not be set); 502 with why when it fails, the configured models kept.
+pub async fn detect(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
+    let name = SourceName::new(name);
+    if !gw.runtime().config.sources.iter().any(|s| s.name == name) {
+        return Err(not_found("source", name.as_str()));
+    }
+    match gw.detect(&name).await {
+        Ok(models) => Ok(Json(json!({"source": name, "detected_models": models}))),
+        Err(why) => {
+            Err(ApiError::new(StatusCode::BAD_GATEWAY, ErrorType::Upstream, format!("model detection failed: {why}"))
+                .code("detection_failed"))
+        }
+    }
 }
 
 fn origin(gw: &Gateway, file: &RuntimeFile, name: &SourceName) -> &'static str {
@@ -107,6 +127,7 @@ pub async fn replace(
     // key (or none, or an empty one) keeps the key.
     value.remove("origin");
     value.remove("deleted");
+    value.remove("detected_models");
     let masked = gw.runtime().config.source(&name).map(|s| s.api_key.masked());
     let sent_key = value.get("api_key").and_then(Value::as_str).map(str::to_string);
     let keep_key = sent_key.is_none_or(|k| k.is_empty() || Some(&k) == masked.as_ref());

@@ -11,7 +11,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde_json::Value;
 use tokio::sync::{Notify, Semaphore};
 
@@ -96,6 +96,9 @@ impl MockUpstream {
             .route("/v1/messages", post(messages))
             .route("/v1/responses", post(responses_api))
             .route("/v1/messages/count_tokens", post(count_tokens))
+            .route("/v1/models", get(model_list))
+            .route("/v1beta/models", get(gemini_models))
+            .route("/api/tags", get(ollama_tags))
             .route("/api/chat", post(ollama))
             .route("/v1/embeddings", post(fixed(OPENAI_EMBEDDINGS)))
             .route("/v1/images/generations", post(fixed(OPENAI_IMAGES)))
@@ -215,6 +218,28 @@ async fn messages(State(state): State<Arc<MockState>>, headers: HeaderMap, body:
         "claude-cut" => replay(&CLAUDE_TEXT_SSE[..CLAUDE_TEXT_SSE.find("event: message_delta").unwrap()]),
         _ => replay(CLAUDE_TEXT_SSE),
     }
+}
+
+/// `GET /v1/models`: Anthropic's list to a request with `x-api-key`, OpenAI's otherwise.
+async fn model_list(State(state): State<Arc<MockState>>, headers: HeaderMap) -> Response {
+    let anthropic = headers.contains_key("x-api-key");
+    state.requests.lock().unwrap().push(Recorded { headers, body: serde_json::json!({"call": "models"}) });
+    let body = if anthropic {
+        include_str!("../../fixtures/models/anthropic.json")
+    } else {
+        include_str!("../../fixtures/models/openai.json")
+    };
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+async fn gemini_models() -> Response {
+    let body = include_str!("../../fixtures/models/gemini.json");
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+async fn ollama_tags() -> Response {
+    let body = include_str!("../../fixtures/models/ollama.json");
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// Anthropic's token counting: `{"input_tokens": N}`, as its API reference shows.

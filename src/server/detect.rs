@@ -1,0 +1,91 @@
+//! Detected models (`detect_models: true`): a source's model list asked through its adapter at
+//! start and on `POST /admin/api/sources/{name}/detect`; what it lists joins the source's
+//! configured models (as chat models, marked detected) until the next detection.
+
+use std::collections::BTreeMap;
+
+use crate::config::{Config, ModelConfig, ModelKind, SourceName};
+
+use super::Gateway;
+
+/// How long start-up waits for every source's list, in all.
+const AT_START: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Each source's last detected list.
+#[derive(Debug, Default, Clone)]
+pub struct Detected(BTreeMap<SourceName, Vec<String>>);
+
+impl Detected {
+    /// `config` with each source's detected models after its configured ones (a name the
+    /// config already has stays as configured).
+    pub fn apply(&self, mut config: Config) -> Config {
+        for source in &mut config.sources {
+            let Some(names) = self.0.get(&source.name) else { continue };
+            for name in names {
+                if !source.models.iter().any(|m| &m.name == name) {
+                    let model =
+                        ModelConfig { name: name.clone(), upstream: None, kind: ModelKind::Chat, detected: true };
+                    source.models.push(model);
+                }
+            }
+        }
+        config
+    }
+}
+
+impl Gateway {
+    /// Asks every source with `detect_models` at once (within [`AT_START`] in all); a source
+    /// that does not answer keeps its configured models, and the log says why.
+    pub async fn detect_at_start(&self) {
+        let runtime = self.runtime();
+        let sources: Vec<SourceName> =
+            runtime.config.sources.iter().filter(|s| s.detect_models).map(|s| s.name.clone()).collect();
+        if sources.is_empty() {
+            return;
+        }
+        let all = futures::future::join_all(sources.iter().map(|name| self.detect(name)));
+        if tokio::time::timeout(AT_START, all).await.is_err() {
+            tracing::warn!(
+                "model detection took longer than {} s; the sources not yet answered keep their configured models",
+                AT_START.as_secs()
+            );
+        }
+    }
+
+    /// Asks one source's upstream for its models and puts them in use; the error says why
+    /// (the configured models stay).
+    pub async fn detect(&self, name: &SourceName) -> Result<Vec<String>, String> {
+        let runtime = self.runtime();
+        let source = runtime.config.sources.iter().find(|s| &s.name == name).ok_or("no such source")?;
+        let adapter = self.plugins.adapter(&source.adapter).ok_or("its adapter is not loaded")?;
+        match runtime.provider.list_models(source, &adapter).await {
+            Ok(names) => {
+                tracing::info!(source = %name, models = names.len(), "detected the upstream's models");
+                self.detected.lock().expect("detected models").0.insert(name.clone(), names.clone());
+                self.reinstall().await;
+                Ok(names)
+            }
+            Err(why) => {
+                tracing::warn!(source = %name, "model detection failed, keeping the configured models: {why}");
+                Err(why)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detected_models_follow_the_configured_ones_without_doubling_them() {
+        let yaml = "sources:\n  - {name: s, base_url: 'http://x', models: [{name: a, upstream: a-1}]}\n";
+        let config = crate::config::load_str(yaml, std::path::Path::new("t.yaml"), &|_| None, &["openai"]).unwrap();
+        let mut detected = Detected::default();
+        detected.0.insert(SourceName::new("s"), vec!["a".into(), "b".into()]);
+        let models = &detected.apply(config).sources[0].models;
+        let seen: Vec<(&str, &str, bool)> =
+            models.iter().map(|m| (m.name.as_str(), m.upstream_name(), m.detected)).collect();
+        assert_eq!(seen, [("a", "a-1", false), ("b", "b", true)]);
+    }
+}
