@@ -118,6 +118,10 @@ pub async fn check(loaded: &Loaded, file_name: &str, cases: Option<&Path>, setti
         crate::plugin::StreamFraming::Ndjson => "NDJSON",
     };
     println!("protocol  {}, streams framed as {framing}", meta.protocol);
+    let native: Vec<&str> = adapter.native_protocols().collect();
+    if !native.is_empty() {
+        println!("native    forwards {} as sent (interface `native`)", native.join(", "));
+    }
     if meta.name != adapter.name().as_str() {
         problems.push(format!(
             "describe() names it `{}`, but the gateway knows an adapter by its file name (`{}`): sources \

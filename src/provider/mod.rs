@@ -15,7 +15,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use error::{AttemptError, TimeoutPhase};
 pub use framing::{FrameError, split as split_events};
-pub use stream::{ChunkStream, OnEnd, StreamEnd, sse_frame};
+pub use stream::{ChunkStream, OnEnd, StreamEnd};
 pub use tally::{Tally, prompt_estimate};
 
 use crate::config::{Config, ModelConfig, SourceConfig, SourceName};

@@ -167,6 +167,31 @@ async fn thinking_deltas_surface_as_reasoning_content_and_unreported_usage_stays
     assert_eq!(all.reasoning, "Let me solve this step by step:\n\n1. First break down 27 * 453\n2. 453 = 400 + 50 + 3");
     assert_eq!(all.content, "27 * 453 = 12,231");
     assert_eq!(all.usage.unwrap(), json!({"prompt_tokens": null, "completion_tokens": null, "total_tokens": null}));
+
+    // The thinking's signature comes along, opaque, and goes back with the thinking next turn.
+    let signature: String =
+        chunks.iter().filter_map(|c| c["choices"][0]["delta"]["reasoning_signature"].as_str()).collect();
+    assert_eq!(signature, "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds...");
+    let mut next = ask("thinking", false);
+    next["messages"] = json!([
+        {"role": "user", "content": "What is 27 * 453?"},
+        {"role": "assistant", "content": all.content, "reasoning_content": all.reasoning, "reasoning_signature": signature,
+         "tool_calls": [{"id": "toolu_1", "type": "function", "function": {"name": "check", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "toolu_1", "content": "correct"},
+        {"role": "assistant", "content": "unsigned", "reasoning_content": "another provider's thoughts"},
+        {"role": "user", "content": "Thanks"},
+    ]);
+    assert_eq!(gw.chat(next).await.status(), 200);
+    let seen = mock.state.requests().pop().unwrap().body;
+    assert_eq!(
+        seen["messages"][1]["content"][0],
+        json!({"type": "thinking", "thinking": all.reasoning, "signature": signature}),
+        "signed thinking first in its turn: {seen}"
+    );
+    assert!(
+        seen["messages"][3]["content"].as_array().unwrap().iter().all(|b| b["type"] != "thinking"),
+        "unsigned reasoning is not sent to Anthropic: {seen}"
+    );
 }
 
 #[tokio::test]

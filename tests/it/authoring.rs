@@ -77,6 +77,35 @@ fn a_failing_case_names_each_difference_by_its_path() {
 }
 
 #[test]
+fn check_loads_a_lua_script_as_the_gateway_would_and_names_its_problems() {
+    let (code, out, err) = switchyard(&[
+        "adapter",
+        "check",
+        &repo("tests/fixtures/lua/legacy.lua").display().to_string(),
+        "--cache-dir",
+        &shared_cache().display().to_string(),
+    ]);
+    assert_eq!(code, 1, "a problem is found: {out}{err}");
+    for line in
+        ["adapter   acme 2.3 (file name: legacy)", "protocol  lua:/chat/completions", "cold ", "per call ", "memory "]
+    {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+    assert!(
+        out.contains(
+            "problem   describe() names it `acme`, but the gateway knows an adapter by its file name (`legacy`)"
+        ),
+        "{out}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.lua");
+    std::fs::write(&broken, "return { name = 'broken', transform_request = ").unwrap();
+    let (code, out, err) = switchyard(&["adapter", "check", &broken.display().to_string()]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(format!("{out}{err}").contains("syntax error: script:1"), "Lua's own error is passed on: {out}{err}");
+}
+
+#[test]
 fn check_reports_shape_costs_and_problems() {
     let (code, out, err) = switchyard(&[
         "adapter",
@@ -88,9 +117,15 @@ fn check_reports_shape_costs_and_problems() {
         &shared_cache().display().to_string(),
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    for line in
-        ["protocol  anthropic-messages", "shape     core modules", "cold ", "per call ", "memory ", "per event "]
-    {
+    for line in [
+        "protocol  anthropic-messages",
+        "native    forwards anthropic-messages, anthropic-count-tokens",
+        "shape     core modules",
+        "cold ",
+        "per call ",
+        "memory ",
+        "per event ",
+    ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }
     // A file named unlike what describe() says, with too little memory for what it starts with.

@@ -233,3 +233,61 @@ async fn a_block_the_gateway_cannot_translate_still_goes_to_an_anthropic_upstrea
     assert!(error["error"]["message"].as_str().unwrap().contains("document"), "{error}");
     assert_eq!(mock.state.requests().len(), calls + 1, "only the Anthropic source was called");
 }
+
+/// The same Claude Code turn to upstreams of other protocols: translated as docs/protocols.md
+/// says (system blocks joined, the mid-conversation system message kept in place, adaptive
+/// thinking at its effort, an `is_error` result marked, tools as functions), never a 400.
+#[tokio::test]
+async fn a_claude_code_turn_to_openai_and_gemini_upstreams_maps_as_documented() {
+    let mock = MockUpstream::start().await;
+    let sources = format!(
+        "sources:\n  - {{name: oai, base_url: '{url}', models: [{{name: gpt, upstream: fixture}}]}}\n\
+         \x20 - {{name: google, base_url: '{root}/v1beta', adapter: gemini, models: [{{name: gem, upstream: gemini-2.5-flash}}]}}\n",
+        url = mock.url,
+        root = mock.url.trim_end_matches("/v1")
+    );
+    let gw = TestGateway::start(&config_with(&sources)).await;
+
+    let mut request = claude_code_request(false);
+    request["model"] = json!("gpt");
+    let response = send(&gw, &request).await;
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    let seen = mock.state.requests().pop().unwrap().body;
+    let roles: Vec<&str> = seen["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "system", "user"], "{seen}");
+    assert_eq!(
+        seen["messages"][0]["content"],
+        "You are Claude Code, Anthropic's official CLI for Claude.\n\n<env>cwd: /repo</env>"
+    );
+    assert_eq!(
+        seen["messages"][2]["reasoning_signature"], "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrk",
+        "the signature rides along"
+    );
+    assert_eq!(seen["messages"][3]["content"], "Error: exit 101", "is_error marks the result");
+    assert_eq!(seen["messages"][4]["content"], "Plan mode is off.");
+    assert_eq!(seen["reasoning_effort"], "high");
+    let tools: Vec<&str> =
+        seen["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["Bash", "WebFetch"]);
+    assert_eq!(seen["user"], "user_4f2a_account_9c1e_session_77b0", "metadata.user_id");
+    for field in ["context_management", "output_config", "thinking", "a_field_from_next_year"] {
+        assert!(seen.get(field).is_none(), "{field} has no OpenAI equivalent: {seen}");
+    }
+
+    request["model"] = json!("gem");
+    let response = send(&gw, &request).await;
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    let seen = mock.state.requests().pop().unwrap().body["body"].clone();
+    assert!(
+        seen["systemInstruction"]["parts"][0]["text"].as_str().unwrap().starts_with("You are Claude Code"),
+        "{seen}"
+    );
+    assert_eq!(seen["generationConfig"]["thinkingConfig"]["thinkingBudget"], 24576, "adaptive at high effort: {seen}");
+    let declared: Vec<&str> = seen["tools"][0]["functionDeclarations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(declared, ["Bash", "WebFetch"]);
+}

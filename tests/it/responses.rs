@@ -219,11 +219,14 @@ fn codex_request(model: &str) -> Value {
             {"type": "function", "name": "shell", "strict": false, "parameters": {"type": "object", "properties": {"command": {"type": "array", "items": {"type": "string"}}}}},
             {"type": "web_search"},
             {"type": "custom", "name": "apply_patch", "format": {"type": "grammar", "syntax": "lark", "definition": "start: x"}},
+            {"type": "namespace", "name": "mcp__files", "description": "Files on the host", "tools": [{"type": "function", "name": "read", "description": "Reads a file", "parameters": {"type": "object"}}]},
         ],
         "input": [
             {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<permissions>read-only</permissions>"}]},
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List the files"}]},
             {"type": "reasoning", "id": "rs_prev", "summary": [], "encrypted_content": "gAAAAABprevious"},
+            {"type": "function_call", "call_id": "call_prev", "name": "shell", "arguments": "{\"command\":[\"pwd\"]}"},
+            {"type": "function_call_output", "call_id": "call_prev", "output": "/repo"},
         ],
     })
 }

@@ -77,6 +77,10 @@ function Message({ m, streaming }) {
 
 function KeyCard({ keyValue, setKey }) {
   const [show, setShow] = useState(false);
+  // What is typed stays typed: a re-render before the change event (models arriving for the
+  // previous key) must not put the old key back into the field.
+  const [typed, setTyped] = useState(keyValue);
+  useEffect(() => { setTyped(keyValue); }, [keyValue]);
   const [run, busy] = useAction();
   const create = () => run(async () => {
     const name = `playground-${randomId()}`;
@@ -87,8 +91,8 @@ function KeyCard({ keyValue, setKey }) {
   }, (name) => `Created gateway key ${name}`);
   return html`<div class="form-row">
     <${Field} label="Gateway key" class="grow" hint="Sent as a client would send it; kept in this tab only.">
-      <input type=${show ? 'text' : 'password'} value=${keyValue} autocomplete="off" spellcheck="false" placeholder="sk-…"
-        onChange=${(e) => setKey(e.currentTarget.value.trim())} />
+      <input type=${show ? 'text' : 'password'} value=${typed} autocomplete="off" spellcheck="false" placeholder="sk-…"
+        onInput=${(e) => setTyped(e.currentTarget.value)} onChange=${(e) => setKey(e.currentTarget.value.trim())} />
     <//>
     <${Button} size="sm" onClick=${() => setShow(!show)} aria-pressed=${show ? 'true' : 'false'}>${show ? 'Hide key' : 'Show key'}<//>
     <${Button} size="sm" busy=${busy} onClick=${create}>Create a playground key<//>

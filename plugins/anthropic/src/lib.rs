@@ -77,11 +77,15 @@ fn unified_message(message: &Value, model: &str) -> Result<String, AdapterError>
         .ok_or_else(|| adapter_error(ErrorKind::InvalidResponse, "upstream message has no `content` array"))?;
     let mut text = String::new();
     let mut reasoning = String::new();
+    let mut signature = None;
     let mut tool_calls = Vec::new();
     for block in blocks {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => text.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
-            Some("thinking") => reasoning.push_str(block.get("thinking").and_then(Value::as_str).unwrap_or_default()),
+            Some("thinking") => {
+                reasoning.push_str(block.get("thinking").and_then(Value::as_str).unwrap_or_default());
+                signature = block.get("signature").and_then(Value::as_str).filter(|s| !s.is_empty()).or(signature);
+            }
             Some("tool_use") => tool_calls.push(json!({
                 "id": block.get("id").cloned().unwrap_or(Value::Null),
                 "type": "function",
@@ -96,6 +100,9 @@ fn unified_message(message: &Value, model: &str) -> Result<String, AdapterError>
     let mut out = json!({"role": "assistant", "content": if text.is_empty() && !tool_calls.is_empty() { Value::Null } else { Value::String(text) }});
     if !reasoning.is_empty() {
         out["reasoning_content"] = Value::String(reasoning);
+        if let Some(signature) = signature {
+            out["reasoning_signature"] = json!(signature);
+        }
     }
     if !tool_calls.is_empty() {
         out["tool_calls"] = Value::Array(tool_calls);

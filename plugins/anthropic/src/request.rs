@@ -143,6 +143,13 @@ fn user_part(part: &Value) -> Result<Option<Value>, AdapterError> {
 
 fn assistant_blocks(message: &Value) -> Vec<Value> {
     let mut blocks = Vec::new();
+    // Signed thinking goes back first, as Anthropic wants it before the turn's tool calls;
+    // unsigned reasoning (another provider's) it would refuse, so it is left out.
+    let reasoning = message.get("reasoning_content").and_then(Value::as_str).filter(|t| !t.is_empty());
+    let signature = message.get("reasoning_signature").and_then(Value::as_str).filter(|s| !s.is_empty());
+    if let (Some(thinking), Some(signature)) = (reasoning, signature) {
+        blocks.push(json!({"type": "thinking", "thinking": thinking, "signature": signature}));
+    }
     let text = content_text(message.get("content").unwrap_or(&Value::Null));
     if !text.is_empty() {
         blocks.push(json!({"type": "text", "text": text}));

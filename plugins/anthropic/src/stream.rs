@@ -72,7 +72,11 @@ impl StreamState {
                             ));
                         }
                     }
-                    _ => {} // signature_delta, citations: nothing to surface in the unified form
+                    // The thinking's signature, opaque: a client sends it back with the thinking.
+                    Some("signature_delta") => {
+                        chunks.push(self.chunks.chunk(json!({"reasoning_signature": delta["signature"]}), None))
+                    }
+                    _ => {} // citations: nothing to surface in the unified form
                 }
             }
             "message_delta" => {

@@ -169,6 +169,7 @@ pub fn thinking_budget(request: &Map<String, Value>) -> Option<u64> {
         "low" => Some(2048),
         "medium" => Some(8192),
         "high" => Some(24576),
+        "xhigh" | "max" => Some(32768),
         _ => None,
     }
 }

@@ -38,7 +38,7 @@ fn adapter_json(gw: &Gateway, adapter: &Adapter) -> Value {
     };
     json!({
         "name": adapter.name(), "version": m.version, "protocol": m.protocol, "origin": origin, "file": file,
-        "lua": adapter.is_lua(),
+        "lua": adapter.is_lua(), "native": adapter.native_protocols().collect::<Vec<_>>(),
         "pool": {"capacity": capacity, "idle": idle}, "used_by": used_by,
     })
 }

@@ -40,7 +40,9 @@ pub fn message(unified: &Value) -> Value {
     let message = &choice["message"];
     let mut content = Vec::new();
     if let Some(thinking) = message["reasoning_content"].as_str().filter(|t| !t.is_empty()) {
-        content.push(json!({"type": "thinking", "thinking": thinking, "signature": ""}));
+        // The upstream's signature when it gave one (a later turn can send the block back).
+        let signature = message["reasoning_signature"].as_str().unwrap_or_default();
+        content.push(json!({"type": "thinking", "thinking": thinking, "signature": signature}));
     }
     if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
         content.push(json!({"type": "text", "text": text}));
@@ -105,6 +107,10 @@ impl StreamEncoder {
         if let Some(thinking) = delta["reasoning_content"].as_str().filter(|t| !t.is_empty()) {
             let index = self.ensure(Block::Thinking, None, out);
             out.push_str(&sse("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": thinking}})));
+        }
+        if let Some(signature) = delta["reasoning_signature"].as_str().filter(|t| !t.is_empty()) {
+            let index = self.ensure(Block::Thinking, None, out);
+            out.push_str(&sse("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}})));
         }
         if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
             let index = self.ensure(Block::Text, None, out);

@@ -158,11 +158,15 @@ fn blocks_text(value: &Value) -> String {
 fn assistant(blocks: &[Value]) -> Value {
     let mut text = String::new();
     let mut reasoning = String::new();
+    let mut signature = None;
     let mut calls = Vec::new();
     for block in blocks {
         match block["type"].as_str() {
             Some("text") => text.push_str(block["text"].as_str().unwrap_or_default()),
-            Some("thinking") => reasoning.push_str(block["thinking"].as_str().unwrap_or_default()),
+            Some("thinking") => {
+                reasoning.push_str(block["thinking"].as_str().unwrap_or_default());
+                signature = block["signature"].as_str().filter(|s| !s.is_empty()).or(signature);
+            }
             Some("tool_use") => calls.push(json!({
                 "id": block["id"],
                 "type": "function",
@@ -174,6 +178,9 @@ fn assistant(blocks: &[Value]) -> Value {
     let mut message = json!({"role": "assistant", "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { json!(text) }});
     if !reasoning.is_empty() {
         message["reasoning_content"] = json!(reasoning);
+        if let Some(signature) = signature {
+            message["reasoning_signature"] = json!(signature);
+        }
     }
     if !calls.is_empty() {
         message["tool_calls"] = Value::Array(calls);
