@@ -236,12 +236,13 @@ async fn a_block_the_gateway_cannot_translate_still_goes_to_an_anthropic_upstrea
 
 /// The same Claude Code turn to upstreams of other protocols: translated as docs/protocols.md
 /// says (system blocks joined, the mid-conversation system message kept in place, adaptive
-/// thinking at its effort, an `is_error` result marked, tools as functions), never a 400.
+/// thinking at its effort where the model takes one, an `is_error` result marked, tools as
+/// functions), never a 400.
 #[tokio::test]
 async fn a_claude_code_turn_to_openai_and_gemini_upstreams_maps_as_documented() {
     let mock = MockUpstream::start().await;
     let sources = format!(
-        "sources:\n  - {{name: oai, base_url: '{url}', models: [{{name: gpt, upstream: fixture}}]}}\n\
+        "sources:\n  - {{name: oai, base_url: '{url}', models: [{{name: gpt, upstream: fixture}}, {{name: reasoner, upstream: o3-2025-04-16}}]}}\n\
          \x20 - {{name: google, base_url: '{root}/v1beta', adapter: gemini, models: [{{name: gem, upstream: gemini-2.5-flash}}]}}\n",
         url = mock.url,
         root = mock.url.trim_end_matches("/v1")
@@ -265,7 +266,10 @@ async fn a_claude_code_turn_to_openai_and_gemini_upstreams_maps_as_documented() 
     );
     assert_eq!(seen["messages"][3]["content"], "Error: exit 101", "is_error marks the result");
     assert_eq!(seen["messages"][4]["content"], "Plan mode is off.");
-    assert_eq!(seen["reasoning_effort"], "high");
+    assert!(
+        seen.get("reasoning_effort").is_none() && seen.get("reasoning_effort_hint").is_none(),
+        "a model outside OpenAI's reasoning families gets no effort (it would refuse the field): {seen}"
+    );
     let tools: Vec<&str> =
         seen["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     assert_eq!(tools, ["Bash", "WebFetch"]);
@@ -273,6 +277,14 @@ async fn a_claude_code_turn_to_openai_and_gemini_upstreams_maps_as_documented() 
     for field in ["context_management", "output_config", "thinking", "a_field_from_next_year"] {
         assert!(seen.get(field).is_none(), "{field} has no OpenAI equivalent: {seen}");
     }
+
+    request["model"] = json!("reasoner");
+    assert_eq!(send(&gw, &request).await.status(), 200);
+    assert_eq!(
+        mock.state.requests().pop().unwrap().body["reasoning_effort"],
+        "high",
+        "a reasoning model gets the effort"
+    );
 
     request["model"] = json!("gem");
     let response = send(&gw, &request).await;

@@ -78,9 +78,16 @@ function Message({ m, streaming }) {
 function KeyCard({ keyValue, setKey }) {
   const [show, setShow] = useState(false);
   // What is typed stays typed: a re-render before the change event (models arriving for the
-  // previous key) must not put the old key back into the field.
+  // previous key, or this effect's first run, which comes late on a busy machine) must not put
+  // the old key back into the field. Only a new key from outside (Create) replaces it.
   const [typed, setTyped] = useState(keyValue);
-  useEffect(() => { setTyped(keyValue); }, [keyValue]);
+  const shown = useRef(keyValue);
+  useEffect(() => {
+    if (shown.current !== keyValue) {
+      shown.current = keyValue;
+      setTyped(keyValue);
+    }
+  }, [keyValue]);
   const [run, busy] = useAction();
   const create = () => run(async () => {
     const name = `playground-${randomId()}`;

@@ -60,6 +60,20 @@ pub fn read_models(response: &HttpResponse) -> Result<Vec<String>, AdapterError>
     crate::model_ids(response, "data", |m| m.get("id").and_then(Value::as_str).map(str::to_string))
 }
 
+/// Whether the upstream model takes `reasoning_effort`: the source's `reasoning_effort` setting
+/// (`send` or `drop`), else OpenAI's reasoning families by name (o1, o3, o4, gpt-5, gpt-oss, codex).
+fn takes_effort(ctx: &SourceContext) -> bool {
+    match setting(ctx, "reasoning_effort") {
+        Some("send") => true,
+        Some("drop") => false,
+        _ => {
+            let model = ctx.upstream_model.rsplit('/').next().unwrap_or_default().to_ascii_lowercase();
+            ["o1", "o3", "o4", "gpt-5", "gpt-oss"].iter().any(|family| model.starts_with(family))
+                || model.contains("codex")
+        }
+    }
+}
+
 /// Gateway-only request fields an OpenAI upstream would reject.
 /// (`thinking` and `top_k` arrive from Anthropic clients through the /v1/messages front door.)
 const GATEWAY_FIELDS: &[&str] = &["disable_thinking", "thinking", "top_k"];
@@ -81,6 +95,14 @@ impl<D: Dialect> GuestSession for Session<D> {
     fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
         let mut body = parse_request(&request)?;
         body.insert("model".into(), Value::String(self.ctx.upstream_model.clone()));
+        // An effort the gateway derived (an Anthropic client's adaptive thinking) goes only to
+        // models that take one: others refuse the field outright.
+        if let Some(hint) = body.remove("reasoning_effort_hint")
+            && !body.contains_key("reasoning_effort")
+            && takes_effort(&self.ctx)
+        {
+            body.insert("reasoning_effort".into(), hint);
+        }
         for field in GATEWAY_FIELDS {
             body.remove(*field);
         }
@@ -163,5 +185,30 @@ impl<D: Dialect> GuestSession for Session<D> {
     fn finish_stream(&self) -> Result<StreamOutput, AdapterError> {
         // Some compatible servers close after the finish_reason without `[DONE]`: still complete.
         crate::stream_end(self.done.get() || self.finished.get(), "[DONE] or a finish_reason")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(model: &str, settings: &[(&str, &str)]) -> SourceContext {
+        SourceContext {
+            operation: Operation::Chat,
+            source_name: "s".into(),
+            base_url: "http://x".into(),
+            api_key: String::new(),
+            upstream_model: model.into(),
+            settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        }
+    }
+
+    #[test]
+    fn an_effort_hint_goes_only_to_reasoning_models_unless_the_source_says() {
+        assert!(takes_effort(&ctx("o3-mini", &[])) && takes_effort(&ctx("gpt-5-codex", &[])));
+        assert!(takes_effort(&ctx("openai/gpt-oss-120b", &[])));
+        assert!(!takes_effort(&ctx("gpt-4o", &[])) && !takes_effort(&ctx("llama-3.3-70b", &[])));
+        assert!(takes_effort(&ctx("gpt-4o", &[("reasoning_effort", "send")])));
+        assert!(!takes_effort(&ctx("o3", &[("reasoning_effort", "drop")])));
     }
 }

@@ -155,6 +155,12 @@ pub fn stop_sequences(request: &Map<String, Value>) -> Option<Vec<String>> {
     }
 }
 
+/// The effort a request asks for: the client's `reasoning_effort`, else the gateway's
+/// `reasoning_effort_hint` (what an Anthropic client's adaptive thinking asked for).
+pub fn effort(request: &Map<String, Value>) -> Option<&str> {
+    request.get("reasoning_effort").or_else(|| request.get("reasoning_effort_hint")).and_then(Value::as_str)
+}
+
 /// The thinking budget a request asks for: an explicit `thinking.budget_tokens` (Anthropic
 /// style) or `reasoning_effort` (low/medium/high); `disable_thinking: true` wins over both.
 pub fn thinking_budget(request: &Map<String, Value>) -> Option<u64> {
@@ -164,7 +170,7 @@ pub fn thinking_budget(request: &Map<String, Value>) -> Option<u64> {
     if let Some(budget) = request.get("thinking").and_then(|t| t.get("budget_tokens")).and_then(Value::as_u64) {
         return Some(budget);
     }
-    match request.get("reasoning_effort").and_then(Value::as_str)? {
+    match effort(request)? {
         "minimal" => Some(1024),
         "low" => Some(2048),
         "medium" => Some(8192),

@@ -62,7 +62,7 @@ pub fn to_responses(unified: &Map<String, Value>, model: &str) -> Result<Value, 
         body.insert("stream".into(), json!(true));
     }
     if unified.get("disable_thinking").and_then(Value::as_bool) != Some(true)
-        && let Some(effort) = unified.get("reasoning_effort").and_then(Value::as_str)
+        && let Some(effort) = adapter_kit::unified::effort(unified)
     {
         body.insert("reasoning".into(), json!({"effort": effort, "summary": "auto"}));
     }

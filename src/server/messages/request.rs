@@ -97,7 +97,9 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<Value, ApiError> {
         out.insert("stream_options".into(), json!({"include_usage": true}));
     }
     // `enabled` carries its budget; `adaptive` lets the model decide, which the unified form
-    // says as a reasoning effort (`output_config.effort`, else medium); only `disabled` is off.
+    // says as an effort hint (`output_config.effort`, else medium); only `disabled` is off. A
+    // hint, not `reasoning_effort`: models that take no effort refuse that field, so each
+    // adapter decides whether its upstream takes one.
     let effort = request.get("output_config").and_then(|c| c.get("effort")).and_then(Value::as_str);
     match request.get("thinking").and_then(|t| t["type"].as_str()) {
         Some("enabled") => {
@@ -107,11 +109,11 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<Value, ApiError> {
             out.insert("disable_thinking".into(), json!(true));
         }
         Some(_) => {
-            out.insert("reasoning_effort".into(), json!(effort.unwrap_or("medium")));
+            out.insert("reasoning_effort_hint".into(), json!(effort.unwrap_or("medium")));
         }
         None => {
             if let Some(effort) = effort {
-                out.insert("reasoning_effort".into(), json!(effort));
+                out.insert("reasoning_effort_hint".into(), json!(effort));
             }
         }
     }
