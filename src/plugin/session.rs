@@ -65,10 +65,7 @@ impl AdapterSession {
         let out = self.settle(GuestCall::TransformRequest, result)?;
         self.retire_after_script_error(&out);
         if let Ok(request) = &out {
-            let bytes = request.body.len()
-                + request.url.len()
-                + request.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
-            self.check_output(GuestCall::TransformRequest, bytes)?;
+            self.check_output(GuestCall::TransformRequest, request_bytes(request))?;
         }
         Ok(out)
     }
@@ -112,10 +109,7 @@ impl AdapterSession {
         let result = bounded(wall, world.native_session().call_transform_request(store, session, request)).await;
         let out = self.settle(GuestCall::TransformRequest, result)?;
         if let Ok(request) = &out {
-            let bytes = request.body.len()
-                + request.url.len()
-                + request.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
-            self.check_output(GuestCall::TransformRequest, bytes)?;
+            self.check_output(GuestCall::TransformRequest, request_bytes(request))?;
         }
         Ok(out)
     }
@@ -243,6 +237,11 @@ impl AdapterSession {
             }
         }
     }
+}
+
+/// What an upstream request the guest built weighs, for the output cap.
+fn request_bytes(request: &HttpRequest) -> usize {
+    request.body.len() + request.url.len() + request.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
 }
 
 /// A guest call's result, or the wall-clock bound it ran past.

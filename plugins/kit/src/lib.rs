@@ -95,6 +95,26 @@ macro_rules! no_models {
     };
 }
 
+/// Lists models as OpenAI's API does (`GET {base_url}/models`, `{data: [{id}]}`; see
+/// `openai_compat::models_request`).
+#[macro_export]
+macro_rules! openai_models {
+    ($adapter:ident) => {
+        impl $crate::ModelsGuest for $adapter {
+            fn list_request(ctx: $crate::SourceContext) -> Result<$crate::HttpRequest, $crate::AdapterError> {
+                Ok($crate::openai_compat::models_request(&ctx))
+            }
+
+            fn read_list(
+                _ctx: $crate::SourceContext,
+                response: $crate::HttpResponse,
+            ) -> Result<Vec<String>, $crate::AdapterError> {
+                $crate::openai_compat::read_models(&response)
+            }
+        }
+    };
+}
+
 /// Exports an adapter that only translates unified requests (no native protocol, no model list).
 #[macro_export]
 macro_rules! export_unified {

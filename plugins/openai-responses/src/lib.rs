@@ -183,14 +183,5 @@ impl adapter_kit::NativeGuest for OpenAiResponses {
     }
 }
 
-impl adapter_kit::ModelsGuest for OpenAiResponses {
-    fn list_request(ctx: SourceContext) -> Result<HttpRequest, AdapterError> {
-        Ok(adapter_kit::openai_compat::models_request(&ctx))
-    }
-
-    fn read_list(_ctx: SourceContext, response: HttpResponse) -> Result<Vec<String>, AdapterError> {
-        adapter_kit::openai_compat::read_models(&response)
-    }
-}
-
+adapter_kit::openai_models!(OpenAiResponses);
 adapter_kit::export!(OpenAiResponses);

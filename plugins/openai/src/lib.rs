@@ -18,18 +18,6 @@ impl Guest for OpenAi {
     }
 }
 
-impl adapter_kit::ModelsGuest for OpenAi {
-    fn list_request(ctx: adapter_kit::SourceContext) -> Result<adapter_kit::HttpRequest, adapter_kit::AdapterError> {
-        Ok(openai_compat::models_request(&ctx))
-    }
-
-    fn read_list(
-        _ctx: adapter_kit::SourceContext,
-        response: adapter_kit::HttpResponse,
-    ) -> Result<Vec<String>, adapter_kit::AdapterError> {
-        openai_compat::read_models(&response)
-    }
-}
-
+adapter_kit::openai_models!(OpenAi);
 adapter_kit::no_native!(OpenAi);
 adapter_kit::export!(OpenAi);
