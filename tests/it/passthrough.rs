@@ -242,7 +242,7 @@ async fn a_block_the_gateway_cannot_translate_still_goes_to_an_anthropic_upstrea
 async fn a_claude_code_turn_to_openai_and_gemini_upstreams_maps_as_documented() {
     let mock = MockUpstream::start().await;
     let sources = format!(
-        "sources:\n  - {{name: oai, base_url: '{url}', models: [{{name: gpt, upstream: fixture}}, {{name: reasoner, upstream: o3-2025-04-16}}]}}\n\
+        "sources:\n  - {{name: oai, base_url: '{url}', settings: {{prompt_cache_key: send}}, models: [{{name: gpt, upstream: fixture}}, {{name: reasoner, upstream: o3-2025-04-16}}]}}\n\
          \x20 - {{name: google, base_url: '{root}/v1beta', adapter: gemini, models: [{{name: gem, upstream: gemini-2.5-flash}}]}}\n",
         url = mock.url,
         root = mock.url.trim_end_matches("/v1")
@@ -277,6 +277,35 @@ async fn a_claude_code_turn_to_openai_and_gemini_upstreams_maps_as_documented() 
     for field in ["context_management", "output_config", "thinking", "a_field_from_next_year"] {
         assert!(seen.get(field).is_none(), "{field} has no OpenAI equivalent: {seen}");
     }
+
+    // Cache markers → OpenAI's nearest, a prompt_cache_key: the same on every turn of the prefix.
+    let key = seen["prompt_cache_key"].as_str().expect("a cache key for the marked prefix").to_string();
+    assert!(key.starts_with("sy-") && seen.get("prompt_cache_key_hint").is_none(), "{seen}");
+    let mut later = request.clone();
+    later["messages"].as_array_mut().unwrap().push(json!({"role": "assistant", "content": "Done."}));
+    later["messages"].as_array_mut().unwrap().push(json!({"role": "user", "content": "Thanks"}));
+    assert_eq!(send(&gw, &later).await.status(), 200);
+    assert_eq!(
+        mock.state.requests().pop().unwrap().body["prompt_cache_key"],
+        key.as_str(),
+        "a later turn, the same key"
+    );
+    let mut other = request.clone();
+    other["system"][1]["text"] = json!("<env>cwd: /other</env>");
+    assert_eq!(send(&gw, &other).await.status(), 200);
+    assert_ne!(
+        mock.state.requests().pop().unwrap().body["prompt_cache_key"],
+        key.as_str(),
+        "another prefix, another key"
+    );
+
+    // A translated stream says in message_start what the input is estimated at, not 0.
+    let mut streamed = request.clone();
+    streamed["stream"] = json!(true);
+    let body = send(&gw, &streamed).await.text().await.unwrap();
+    let start = crate::support::anthropic_events(&body).into_iter().next().unwrap();
+    assert_eq!(start.0, "message_start");
+    assert!(start.1["message"]["usage"]["input_tokens"].as_u64().unwrap() > 100, "{}", start.1);
 
     request["model"] = json!("reasoner");
     assert_eq!(send(&gw, &request).await.status(), 200);

@@ -74,6 +74,20 @@ fn takes_effort(ctx: &SourceContext) -> bool {
     }
 }
 
+/// Whether the upstream takes `prompt_cache_key`: the source's `prompt_cache_key` setting
+/// (`send` or `drop`), else only OpenAI's own API (compatible sites may refuse the field).
+fn takes_cache_key(ctx: &SourceContext) -> bool {
+    match setting(ctx, "prompt_cache_key") {
+        Some("send") => true,
+        Some("drop") => false,
+        _ => {
+            let host =
+                ctx.base_url.split("://").nth(1).unwrap_or_default().split(['/', ':']).next().unwrap_or_default();
+            host.eq_ignore_ascii_case("api.openai.com")
+        }
+    }
+}
+
 /// Gateway-only request fields an OpenAI upstream would reject.
 /// (`thinking` and `top_k` arrive from Anthropic clients through the /v1/messages front door.)
 const GATEWAY_FIELDS: &[&str] = &["disable_thinking", "thinking", "top_k"];
@@ -102,6 +116,14 @@ impl<D: Dialect> GuestSession for Session<D> {
             && takes_effort(&self.ctx)
         {
             body.insert("reasoning_effort".into(), hint);
+        }
+        // Likewise a cache key the gateway derived (an Anthropic client's cache markers) goes
+        // only where `prompt_cache_key` is known.
+        if let Some(hint) = body.remove("prompt_cache_key_hint")
+            && !body.contains_key("prompt_cache_key")
+            && takes_cache_key(&self.ctx)
+        {
+            body.insert("prompt_cache_key".into(), hint);
         }
         for field in GATEWAY_FIELDS {
             body.remove(*field);
@@ -210,5 +232,14 @@ mod tests {
         assert!(!takes_effort(&ctx("gpt-4o", &[])) && !takes_effort(&ctx("llama-3.3-70b", &[])));
         assert!(takes_effort(&ctx("gpt-4o", &[("reasoning_effort", "send")])));
         assert!(!takes_effort(&ctx("o3", &[("reasoning_effort", "drop")])));
+    }
+
+    #[test]
+    fn a_cache_key_hint_goes_to_openai_itself_unless_the_source_says() {
+        let at = |url: &str, settings: &[(&str, &str)]| SourceContext { base_url: url.into(), ..ctx("m", settings) };
+        assert!(takes_cache_key(&at("https://api.openai.com/v1", &[])));
+        assert!(!takes_cache_key(&at("https://api.groq.com/openai/v1", &[])));
+        assert!(takes_cache_key(&at("http://127.0.0.1:8000/v1", &[("prompt_cache_key", "send")])));
+        assert!(!takes_cache_key(&at("https://api.openai.com/v1", &[("prompt_cache_key", "drop")])));
     }
 }

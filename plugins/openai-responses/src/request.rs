@@ -55,6 +55,11 @@ pub fn to_responses(unified: &Map<String, Value>, model: &str) -> Result<Value, 
             body.insert(field.into(), value.clone());
         }
     }
+    if !body.contains_key("prompt_cache_key")
+        && let Some(hint) = unified.get("prompt_cache_key_hint").filter(|v| v.is_string())
+    {
+        body.insert("prompt_cache_key".into(), hint.clone());
+    }
     if let Some(user) = unified.get("user").filter(|v| v.is_string()) {
         body.insert("safety_identifier".into(), user.clone());
     }

@@ -74,6 +74,9 @@ enum Block {
 /// Turns unified chunks into Anthropic SSE events, one call per chunk, then `finish`.
 #[derive(Default)]
 pub struct StreamEncoder {
+    /// What `message_start` says of the input: the gateway's estimate (the upstream's count
+    /// comes in `message_delta`, after the answer).
+    input_estimate: u64,
     started: bool,
     open: Option<(Block, u64)>,
     next_index: u64,
@@ -86,13 +89,18 @@ pub fn sse(name: &str, data: &Value) -> String {
 }
 
 impl StreamEncoder {
+    /// An encoder whose `message_start` reports `input_estimate` input tokens.
+    pub fn estimating(input_estimate: u64) -> StreamEncoder {
+        StreamEncoder { input_estimate, ..StreamEncoder::default() }
+    }
+
     pub fn chunk(&mut self, chunk: &Value, out: &mut String) {
         if !self.started {
             self.started = true;
             let start = json!({"type": "message_start", "message": {
                 "id": message_id(chunk["id"].as_str().unwrap_or_default()),
                 "type": "message", "role": "assistant", "model": chunk["model"], "content": [],
-                "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 0, "output_tokens": 0},
+                "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": self.input_estimate, "output_tokens": 0},
             }});
             out.push_str(&sse("message_start", &start));
             out.push_str(&sse("ping", &json!({"type": "ping"})));

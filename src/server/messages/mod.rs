@@ -84,7 +84,7 @@ pub async fn messages(
             })?;
             axum::Json(encode::message(&unified)).into_response()
         }
-        Answer::Stream(chunks) => sse_response(chunks),
+        Answer::Stream(chunks) => sse_response(chunks, crate::provider::prompt_estimate(&unified)),
     };
     response.headers_mut().extend(reply.headers);
     Ok(response)
@@ -166,10 +166,10 @@ pub async fn count_tokens(
 
 /// Anthropic SSE: events as unified chunks arrive; `message_stop` only after a complete stream,
 /// an `error` event after a failed one.
-fn sse_response(chunks: ChunkStream) -> Response {
+fn sse_response(chunks: ChunkStream, input_estimate: u64) -> Response {
     let span = tracing::Span::current();
     let events = futures::stream::unfold(
-        (chunks, encode::StreamEncoder::default(), false),
+        (chunks, encode::StreamEncoder::estimating(input_estimate), false),
         move |(mut chunks, mut encoder, ended)| {
             let span = span.clone();
             async move {

@@ -145,7 +145,40 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<Value, ApiError> {
     if let Some(user) = request.get("metadata").and_then(|m| m.get("user_id")) {
         out.insert("user".into(), user.clone());
     }
+    if let Some(key) = cache_key(request) {
+        out.insert("prompt_cache_key_hint".into(), json!(key));
+    }
     Ok(Value::Object(out))
+}
+
+/// A request with `cache_control` markers asks for its prefix to be cached; OpenAI's nearest is
+/// `prompt_cache_key`, which routes requests with the same prefix to the same cache. The key:
+/// a hash of what Claude Code marks (system and tools), the same on every turn.
+fn cache_key(request: &Map<String, Value>) -> Option<String> {
+    let marked =
+        ["system", "tools", "messages"].iter().any(|f| request.get(*f).is_some_and(|v| has_cache_control(v, 0)));
+    if !marked {
+        return None;
+    }
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for field in ["system", "tools"] {
+        hasher.update(request.get(field).map(Value::to_string).unwrap_or_default());
+        hasher.update([0]);
+    }
+    let hex: String = hasher.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect();
+    Some(format!("sy-{hex}"))
+}
+
+/// Whether a `cache_control` member appears at most a few levels down (blocks, tools, turns).
+fn has_cache_control(value: &Value, depth: u8) -> bool {
+    match value {
+        Value::Object(map) => {
+            map.contains_key("cache_control") || (depth < 4 && map.values().any(|v| has_cache_control(v, depth + 1)))
+        }
+        Value::Array(items) => depth < 4 && items.iter().any(|v| has_cache_control(v, depth + 1)),
+        _ => false,
+    }
 }
 
 /// A string, or the text of `text` blocks joined by blank lines.
