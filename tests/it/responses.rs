@@ -288,6 +288,19 @@ async fn a_responses_upstream_gets_codex_requests_as_sent_and_the_client_its_eve
     assert_eq!(refused.status(), 400);
     assert!(refused.text().await.unwrap().contains("input_file"));
 
+    // A built-in tool the client requires: served natively, refused (not dropped) elsewhere.
+    let search = json!({"model": "gpt-5-codex", "input": "news?", "tools": [{"type": "web_search"}], "tool_choice": {"type": "web_search"}});
+    assert_eq!(post_responses(&gw, KEY, &search).await.status(), 200);
+    let mut elsewhere = search.clone();
+    elsewhere["model"] = json!("gpt");
+    let refused = post_responses(&gw, KEY, &elsewhere).await;
+    assert_eq!(refused.status(), 400);
+    let refused: Value = refused.json().await.unwrap();
+    assert!(
+        refused["error"]["message"].as_str().unwrap().contains("tool_choice requires the built-in tool `web_search`"),
+        "{refused}"
+    );
+
     let mut whole = codex_request("gpt-5-codex");
     whole["stream"] = json!(false);
     let response = post_responses(&gw, KEY, &whole).await;

@@ -57,10 +57,7 @@ pub async fn responses(
         Ok((unified, dropped)) => (unified, dropped, None),
         Err(e) => (Value::Null, request::Dropped::default(), Some(e.message)),
     };
-    if !dropped.tools.is_empty() || !dropped.items.is_empty() {
-        // Only a translated attempt loses them; a Responses upstream gets the request whole.
-        tracing::debug!(tools = ?dropped.tools, items = ?dropped.items, "responses: built-in tools and input items a chat upstream cannot take are left out of the unified form");
-    }
+
     let unified = match unified {
         Value::Null => String::from_utf8_lossy(&forwarded).into_owned(),
         unified => unified.to_string(),
@@ -94,6 +91,12 @@ pub async fn responses(
         request: raw,
     };
     let reply = dispatch(&gw, &key, call).await?;
+    // Only a translated answer lost them; a Responses upstream got the request whole.
+    let native =
+        matches!(&reply.answer, Answer::Native(_)) || matches!(&reply.answer, Answer::Stream(c) if c.is_native());
+    if !native && (!dropped.tools.is_empty() || !dropped.items.is_empty()) {
+        tracing::warn!(tools = ?dropped.tools, items = ?dropped.items, "responses: built-in tools and input items a chat upstream cannot take were left out");
+    }
     let mut response = match reply.answer {
         Answer::Complete(body) => {
             let unified: Value = serde_json::from_str(&body).map_err(|e| {

@@ -120,9 +120,27 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<(Value, Dropped), ApiE
             other => dropped.tools.push(other.unwrap_or("untyped").chars().take(40).collect()),
         }
     }
+    // A built-in tool the client requires (`tool_choice` naming it, or `required` with no
+    // function left) cannot be served by a chat upstream: no unified form, not a silent drop.
+    let choice = request.get("tool_choice");
+    let required_builtin = match choice {
+        Some(Value::Object(c)) => {
+            c.get("type").and_then(Value::as_str).filter(|t| !matches!(*t, "function" | "allowed_tools"))
+        }
+        Some(Value::String(mode)) if mode == "required" && tools.is_empty() => {
+            dropped.tools.first().map(String::as_str)
+        }
+        _ => None,
+    };
+    if let Some(tool) = required_builtin {
+        return Err(ApiError::invalid_request(format!(
+            "tool_choice requires the built-in tool `{tool}`, which only an upstream speaking the Responses API has"
+        ))
+        .param("tool_choice"));
+    }
     if !tools.is_empty() {
         out.insert("tools".into(), Value::Array(tools));
-        if let Some(choice) = request.get("tool_choice") {
+        if let Some(choice) = choice {
             let unified = match choice {
                 Value::String(mode) => json!(mode),
                 Value::Object(_) if choice["type"] == "function" => {
@@ -282,5 +300,12 @@ mod tests {
             json!({"model": "m", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]}),
         );
         assert!(e.message.contains("input_file"), "{}", e.message);
+        let e = refused(
+            json!({"model": "m", "input": "x", "tools": [{"type": "web_search"}], "tool_choice": {"type": "web_search"}}),
+        );
+        assert!(e.message.contains("`web_search`"), "{}", e.message);
+        let e =
+            refused(json!({"model": "m", "input": "x", "tools": [{"type": "web_search"}], "tool_choice": "required"}));
+        assert_eq!(e.param.as_deref(), Some("tool_choice"));
     }
 }
