@@ -82,5 +82,16 @@ async fn detection_can_be_asked_again_and_says_why_it_failed() {
     assert_eq!(failed["error"]["code"], "detection_failed");
     assert!(failed["error"]["message"].as_str().unwrap().contains("404"), "{failed}");
     assert_eq!(detect("nosuch").await.unwrap().status(), 404);
+
+    // A source added at run time with detect_models comes back with its upstream's list.
+    let added = http
+        .post(format!("{}/admin/api/sources", gw.url))
+        .bearer_auth(ADMIN)
+        .json(&json!({"name": "late", "base_url": mock.url, "detect_models": true, "models": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(added.status(), 201);
+    assert_eq!(added.json::<Value>().await.unwrap()["detected_models"], json!(["gpt-4.1", "gpt-4o-mini"]));
     assert!(listed(&gw).await.iter().any(|m| m.0 == "kept"));
 }

@@ -105,7 +105,16 @@ async fn add(gw: &Gateway, mut source: SourceConfig) -> Result<(StatusCode, Json
     })
     .await?;
     tracing::info!(source = %name, "admin added a source");
+    detect_if_asked(gw, &name).await;
     show_created(gw, &name)
+}
+
+/// A source that says `detect_models` gets its upstream's list when it is added or changed
+/// (the answer shows it); a failure is logged and leaves the configured models.
+async fn detect_if_asked(gw: &Gateway, name: &SourceName) {
+    if gw.runtime().config.source(name).is_some_and(|s| s.detect_models) {
+        let _ = gw.detect(name).await;
+    }
 }
 
 fn show_created(gw: &Gateway, name: &SourceName) -> Result<(StatusCode, Json<Value>), ApiError> {
@@ -135,6 +144,7 @@ pub async fn replace(
         value.remove("api_key");
     }
     let mut source: SourceConfig = body(Value::Object(value).to_string().as_bytes())?;
+    let was_detecting = gw.runtime().config.source(&name).is_some_and(|s| s.detect_models);
     if source.name != name {
         return Err(ApiError::invalid_request("a source cannot be renamed; create the new one and delete this one")
             .param("name"));
@@ -150,6 +160,9 @@ pub async fn replace(
     })
     .await?;
     tracing::info!(source = %name, "admin changed a source");
+    if !was_detecting {
+        detect_if_asked(&gw, &name).await;
+    }
     show(State(gw), Path(name.to_string())).await
 }
 
