@@ -32,6 +32,7 @@ mod plugin_host;
 mod responses;
 mod routing;
 mod sandbox;
+mod sdk;
 mod streaming;
 mod telegram;
 mod telemetry;

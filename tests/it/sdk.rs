@@ -1,0 +1,102 @@
+//! The official SDKs (`openai` and `@anthropic-ai/sdk` for Node, pinned in
+//! tests/browser/package-lock.json) against the gateway: Responses text, a stored turn
+//! continued, streamed function calls and their results, a cut stream ending in one
+//! `response.failed`, an unknown `previous_response_id`; an Anthropic message, a streamed one
+//! whose thinking keeps its signature, and count_tokens (tests/browser/sdk/official.mjs).
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{KEY, MockUpstream, TestGateway, config_with};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_sdks_read_every_answer_the_gateway_gives() {
+    let mock = MockUpstream::start().await;
+    let sources = format!(
+        "sources:\n  - {{name: oai, base_url: '{url}', models: [{{name: gpt, upstream: fixture}}, {{name: gpt-tools, upstream: tools}}]}}\n\
+         \x20 - {{name: claude, base_url: '{url}', adapter: anthropic, models: [{{name: claude, upstream: claude-text}}, {{name: claude-code}}, {{name: claude-cut}}]}}\n",
+        url = mock.url
+    );
+    let gw = TestGateway::start(&config_with(&sources)).await;
+    let browser = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    assert!(browser.join("node_modules/openai").is_dir(), "run `npm ci --prefix tests/browser`, as .ci/run does");
+    let run = tokio::process::Command::new("node")
+        .arg(browser.join("sdk/official.mjs"))
+        .env("GATEWAY", &gw.url)
+        .env("KEY", KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs (install nodejs)");
+    let output = tokio::time::timeout(Duration::from_secs(60), run.wait_with_output())
+        .await
+        .expect("the SDK script ends in time")
+        .expect("node's output");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "the SDK script failed:\n{stdout}\n{stderr}");
+    let out: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+
+    assert_eq!(out["text"]["output_text"], "\n\nHello there, how may I assist you today?");
+    assert_eq!(
+        (out["text"]["usage"]["input_tokens"].as_u64(), out["text"]["usage"]["output_tokens"].as_u64()),
+        (Some(9), Some(12))
+    );
+    assert_eq!(out["continued"]["status"], "completed");
+    assert!(out["continued"]["previous_response_id"].as_str().unwrap().starts_with("resp_"), "{out}");
+
+    let calls = &out["calls"];
+    assert_eq!(
+        calls["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["name"].clone(), c["arguments"].clone()))
+            .collect::<Vec<_>>(),
+        [
+            (json!("get_weather"), json!({"location": "Paris"})),
+            (json!("get_time"), json!({"timezone": "Europe/Paris"}))
+        ]
+    );
+    assert_eq!(calls["terminal"], json!(["response.completed"]));
+    let sequence: Vec<u64> = calls["sequence"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).collect();
+    assert!(sequence.iter().enumerate().all(|(i, n)| *n == i as u64), "{sequence:?}");
+    assert_eq!(out["results"]["status"], "completed");
+    let sent = mock
+        .state
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.body["messages"].as_array().is_some_and(|m| m.iter().any(|m| m["role"] == "tool")));
+    assert!(sent.is_some(), "the function results reached the upstream as tool messages");
+
+    assert_eq!(out["cut"]["terminal"], json!(["response.failed"]), "{}", out["cut"]);
+    assert_eq!(out["cut"]["text"], "Hello!");
+    assert_eq!(out["cut"]["error"]["code"], "stream_truncated");
+    assert_eq!(out["unknown"], json!({"status": 404, "code": "previous_response_not_found"}));
+
+    assert_eq!(out["message"]["text"], "Hi! My name is Claude.");
+    assert_eq!(out["message"]["usage"]["cache_read_input_tokens"], 1800);
+    let thinking = &out["thinking"];
+    let blocks = thinking["blocks"].as_array().unwrap();
+    assert_eq!(
+        blocks.iter().map(|b| b["type"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["thinking", "redacted_thinking", "tool_use"],
+        "{thinking}"
+    );
+    assert_eq!(
+        blocks[0]["signature"], "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds",
+        "the signature the next turn needs"
+    );
+    assert_eq!(blocks[1]["data"], "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP");
+    assert_eq!(blocks[2]["input"], json!({"command": "cargo test -- --nocapture"}));
+    assert_eq!(
+        (thinking["usage"]["cache_read_input_tokens"].as_u64(), thinking["usage"]["output_tokens"].as_u64()),
+        (Some(48210), Some(89))
+    );
+    assert_eq!(thinking["stop_reason"], "tool_use");
+    assert_eq!(out["counted"], json!({"input_tokens": 2095}));
+}
