@@ -208,6 +208,8 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Serving only: `check` stays offline.
+    gateway.detect_at_start().await;
     tracing::info!(
         compiled = report.compiled,
         cache_hits = report.cache_hits,

@@ -80,9 +80,7 @@ pub async fn build_with_clock(
         );
     }
     let scheduler = Scheduler::new(Policy::of(config), clock, Some(store.clone() as Arc<dyn Persist>));
-    let gateway = Arc::new(Gateway::new(loaded, plugins, scheduler, store)?);
-    gateway.detect_at_start().await;
-    Ok((gateway, report))
+    Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, store)?), report))
 }
 
 /// The admin token kept in `file` (mode 600), made on the first start: 244 random bits.

@@ -62,6 +62,17 @@ impl NoNative {
     }
 }
 
+/// A native stream step that passes the upstream's `event` on as it came, with the unified
+/// chunks the session's translation gave for the books.
+pub fn passed_on(event: StreamEvent, books: StreamOutput) -> NativeOutput {
+    NativeOutput { events: vec![event], chunks: books.chunks, done: books.done }
+}
+
+/// A native stream's end: no event of its own, the translation's trailing chunks for the books.
+pub fn ended(books: StreamOutput) -> NativeOutput {
+    NativeOutput { events: Vec::new(), chunks: books.chunks, done: books.done }
+}
+
 /// Declares that an adapter forwards no protocol natively.
 #[macro_export]
 macro_rules! no_native {

@@ -61,12 +61,11 @@ impl GuestNativeSession for NativeSession {
     }
 
     fn transform_stream_chunk(&self, event: StreamEvent) -> Result<NativeOutput, AdapterError> {
-        let out = self.stream.borrow_mut().event(&event, &self.ctx.upstream_model)?;
-        Ok(NativeOutput { events: vec![event], chunks: out.chunks, done: out.done })
+        let books = self.stream.borrow_mut().event(&event, &self.ctx.upstream_model)?;
+        Ok(adapter_kit::passed_on(event, books))
     }
 
     fn finish_stream(&self) -> Result<NativeOutput, AdapterError> {
-        let out = adapter_kit::stream_end(self.stream.borrow().done, "response.completed")?;
-        Ok(NativeOutput { events: Vec::new(), chunks: out.chunks, done: out.done })
+        Ok(adapter_kit::ended(adapter_kit::stream_end(self.stream.borrow().done, "response.completed")?))
     }
 }
