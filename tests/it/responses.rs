@@ -469,3 +469,25 @@ async fn stored_responses_continue_a_conversation_for_their_own_key_only() {
     let seen = mock.state.requests().pop().unwrap().body;
     assert_eq!(seen["messages"][0], json!({"role": "user", "content": "Stream it"}));
 }
+
+#[tokio::test]
+async fn a_conversation_replayed_past_the_body_limit_is_refused_not_sent() {
+    let mock = MockUpstream::start().await;
+    let yaml = config_with(&format!(
+        "body_limit_mb: 1\nsources:\n  - {{name: oai, base_url: '{}', models: [{{name: gpt, upstream: fixture}}]}}\n",
+        mock.url
+    ));
+    let gw = TestGateway::start(&yaml).await;
+    let big = "x".repeat(600 << 10);
+    let first: Value = post_responses(&gw, KEY, &json!({"model": "gpt", "input": big})).await.json().await.unwrap();
+    let second =
+        post_responses(&gw, KEY, &json!({"model": "gpt", "input": big, "previous_response_id": first["id"]})).await;
+    assert_eq!(second.status(), 200, "one stored turn and a new one fit");
+    let second: Value = second.json().await.unwrap();
+    let calls = mock.state.requests().len();
+    let third =
+        post_responses(&gw, KEY, &json!({"model": "gpt", "input": "more", "previous_response_id": second["id"]})).await;
+    assert_eq!(third.status(), 413, "two stored turns of 600 KiB are more than body_limit_mb: 1");
+    assert_eq!(third.json::<Value>().await.unwrap()["error"]["code"], "request_too_large");
+    assert_eq!(mock.state.requests().len(), calls, "nothing was sent upstream");
+}

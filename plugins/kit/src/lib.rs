@@ -190,3 +190,29 @@ pub fn stream_end(signalled: bool, missing: &str) -> Result<StreamOutput, Adapte
 pub fn setting<'a>(ctx: &'a SourceContext, key: &str) -> Option<&'a str> {
     ctx.settings.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(body: String, status: u16) -> HttpResponse {
+        HttpResponse { status, headers: vec![], body: body.into_bytes() }
+    }
+
+    #[test]
+    fn a_hostile_model_list_is_bounded_in_count_and_name_length() {
+        let mut ids: Vec<String> = (0..5000).map(|i| format!("{{\"id\":\"m{i}\"}}")).collect();
+        ids.insert(0, format!("{{\"id\":\"{}\"}}", "x".repeat(300)));
+        ids.insert(1, "{\"id\":\"\"}".into());
+        ids.insert(2, "{\"id\":7}".into());
+        let body = format!("{{\"data\":[{}]}}", ids.join(","));
+        let id_of = |m: &serde_json::Value| m.get("id").and_then(serde_json::Value::as_str).map(str::to_string);
+        let got = model_ids(&list(body, 200), "data", id_of).unwrap();
+        assert_eq!((got.len(), got[0].as_str()), (MAX_MODELS, "m0"), "long, empty and non-string ids left out");
+        assert_eq!(model_ids(&list("{}".into(), 200), "data", id_of).unwrap_err().kind, ErrorKind::InvalidResponse);
+        assert_eq!(
+            model_ids(&list("{\"error\":{\"message\":\"no\"}}".into(), 401), "data", id_of).unwrap_err().kind,
+            ErrorKind::Auth
+        );
+    }
+}
