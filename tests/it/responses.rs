@@ -172,6 +172,55 @@ async fn a_codex_shaped_request_is_served_and_what_cannot_be_translated_is_dropp
 }
 
 #[tokio::test]
+async fn functions_in_a_namespace_reach_a_chat_upstream_flat_and_come_back_in_their_namespace() {
+    let mock = MockUpstream::start().await;
+    let sources = format!(
+        "sources:\n  - {{name: oai, base_url: '{}', models: [{{name: gpt-call, upstream: call-last-tool}}]}}\n",
+        mock.url
+    );
+    let gw = TestGateway::start(&config_with(&sources)).await;
+    let mut codex = json!({
+        "model": "gpt-call", "store": false,
+        "tools": [
+            {"type": "function", "name": "shell", "parameters": {"type": "object"}},
+            {"type": "namespace", "name": "mcp__files", "description": "Files on the host", "tools": [
+                {"type": "function", "name": "read", "description": "Reads a file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]},
+        ],
+        "input": [
+            {"type": "message", "role": "user", "content": "Read a.txt"},
+            {"type": "function_call", "call_id": "call_0", "namespace": "mcp__files", "name": "read", "arguments": "{\"path\":\"b.txt\"}"},
+            {"type": "function_call_output", "call_id": "call_0", "output": "b"},
+        ],
+    });
+    let response: Value = post_responses(&gw, KEY, &codex).await.json().await.unwrap();
+    let seen = mock.state.requests().pop().unwrap().body;
+    assert_eq!(seen["tools"][1]["function"]["name"], "mcp__files__read", "flattened for the chat upstream");
+    assert_eq!(seen["tools"][1]["function"]["description"], "Reads a file");
+    assert_eq!(seen["messages"][1]["tool_calls"][0]["function"]["name"], "mcp__files__read", "the history's call too");
+    let call = &response["output"][0];
+    assert_eq!(
+        (call["type"].as_str(), call["namespace"].as_str(), call["name"].as_str(), call["call_id"].as_str()),
+        (Some("function_call"), Some("mcp__files"), Some("read"), Some("call_last"))
+    );
+
+    codex["stream"] = json!(true);
+    let body = post_responses(&gw, KEY, &codex).await.text().await.unwrap();
+    let events: Vec<Value> =
+        body.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| serde_json::from_str(d).unwrap()).collect();
+    let items: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_item.added" || e["type"] == "response.output_item.done")
+        .map(|e| &e["item"])
+        .collect();
+    assert_eq!(items.len(), 2);
+    for item in items {
+        assert_eq!((item["namespace"].as_str(), item["name"].as_str()), (Some("mcp__files"), Some("read")), "{item}");
+    }
+    let completed = events.iter().find(|e| e["type"] == "response.completed").expect("completed");
+    assert_eq!(completed["response"]["output"][0]["namespace"], "mcp__files");
+}
+
+#[tokio::test]
 async fn a_cut_upstream_stream_ends_in_exactly_one_response_failed() {
     let mock = MockUpstream::start().await;
     let gw = gateway(&mock).await;

@@ -14,6 +14,8 @@ pub struct Echo {
     pub previous_response_id: Option<String>,
     /// Whether the gateway keeps the response (`store`, true unless the client said false).
     pub store: bool,
+    /// The request's namespaced functions: a chat upstream called them by flat names.
+    pub namespaces: super::request::Namespaces,
 }
 
 /// Unified usage → Responses usage (`null` counts stay 0: the field is required there).
@@ -63,9 +65,14 @@ fn reasoning_item(id: &str, summary: &str) -> Value {
     json!({"type": "reasoning", "id": id, "summary": [{"type": "summary_text", "text": summary}]})
 }
 
-fn call_item(id: &str, call: &Call, status: &str) -> Value {
-    json!({"type": "function_call", "id": id, "call_id": call.call_id, "name": call.name,
-           "arguments": call.arguments, "status": status})
+fn call_item(echo: &Echo, id: &str, call: &Call, status: &str) -> Value {
+    let mut item = json!({"type": "function_call", "id": id, "call_id": call.call_id, "name": call.name,
+                          "arguments": call.arguments, "status": status});
+    if let Some((namespace, name)) = echo.namespaces.split(&call.name) {
+        item["name"] = json!(name);
+        item["namespace"] = json!(namespace);
+    }
+    item
 }
 
 /// A complete unified `chat.completion` as a `response`.
@@ -85,7 +92,7 @@ pub fn response_object(echo: &Echo, unified: &Value) -> Value {
             name: call["function"]["name"].as_str().unwrap_or_default().to_string(),
             arguments: call["function"]["arguments"].as_str().unwrap_or("{}").to_string(),
         };
-        output.push(call_item(&format!("fc_{}_{i}", echo.id), &call, "completed"));
+        output.push(call_item(echo, &format!("fc_{}_{i}", echo.id), &call, "completed"));
     }
     let (status, incomplete) = status(choice["finish_reason"].as_str());
     response(echo, status, output, usage(&unified["usage"]), incomplete, Value::Null)
@@ -242,7 +249,7 @@ impl StreamEncoder {
             }
             Open::Call(i) => {
                 let call = self.calls.iter().find(|(n, _)| n == i).map(|(_, c)| c.clone()).unwrap_or_default();
-                call_item(&id, &call, "in_progress")
+                call_item(&self.echo, &id, &call, "in_progress")
             }
         };
         self.event(json!({"type": "response.output_item.added", "output_index": index, "item": added}), out);
@@ -274,7 +281,7 @@ impl StreamEncoder {
             Open::Call(i) => {
                 let call = self.calls.iter().find(|(n, _)| *n == i).map(|(_, c)| c.clone()).unwrap_or_default();
                 self.event(json!({"type": "response.function_call_arguments.done", "item_id": id, "output_index": index, "arguments": call.arguments}), out);
-                call_item(&id, &call, "completed")
+                call_item(&self.echo, &id, &call, "completed")
             }
         };
         self.event(json!({"type": "response.output_item.done", "output_index": index, "item": done.clone()}), out);

@@ -88,6 +88,7 @@ pub async fn responses(
         created_at: gw.scheduler.now().0 / 1000,
         previous_response_id: checked.previous_response_id.clone(),
         store: turn.store,
+        namespaces: request::Namespaces::of(&raw),
         request: raw,
     };
     let reply = dispatch(&gw, &key, call).await?;

@@ -33,6 +33,62 @@ pub struct Dropped {
     pub items: Vec<String>,
 }
 
+/// Function tools inside `namespace` tools, flattened for chat upstreams (which have no
+/// namespaces) as `{namespace}__{name}`, and split again in the answer. A top-level function
+/// of the same flat name wins: its calls stay as they are.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Namespaces(Vec<(String, String, String)>);
+
+impl Namespaces {
+    pub fn of(request: &Map<String, Value>) -> Namespaces {
+        let tools = request.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        let top: Vec<&str> =
+            tools.iter().filter(|t| t["type"] == "function").filter_map(|t| t["name"].as_str()).collect();
+        let mut out = Vec::new();
+        for namespace in tools.iter().filter(|t| t["type"] == "namespace") {
+            let Some(ns) = namespace["name"].as_str() else { continue };
+            for inner in namespace["tools"].as_array().into_iter().flatten().filter(|t| t["type"] == "function") {
+                let Some(name) = inner["name"].as_str() else { continue };
+                let flat = flat_name(ns, name);
+                if !top.contains(&flat.as_str()) {
+                    out.push((flat, ns.to_string(), name.to_string()));
+                }
+            }
+        }
+        Namespaces(out)
+    }
+
+    /// (namespace, name) of a flattened name the request declared.
+    pub fn split(&self, flat: &str) -> Option<(&str, &str)> {
+        self.0.iter().find(|(f, _, _)| f == flat).map(|(_, ns, name)| (ns.as_str(), name.as_str()))
+    }
+}
+
+fn flat_name(namespace: &str, name: &str) -> String {
+    format!("{namespace}__{name}")
+}
+
+/// The name a chat upstream knows a function by: flattened when it lives in a namespace.
+fn called_name(item: &Value) -> Value {
+    match (item.get("namespace").and_then(Value::as_str), item["name"].as_str()) {
+        (Some(ns), Some(name)) => json!(flat_name(ns, name)),
+        _ => item["name"].clone(),
+    }
+}
+
+/// A Responses function tool (top level or inside a namespace, under `name`) as a chat tool.
+fn chat_tool(tool: &Value, name: Value) -> Value {
+    let parameters =
+        tool.get("parameters").filter(|p| !p.is_null()).cloned().unwrap_or_else(|| json!({"type": "object"}));
+    let mut function = json!({"name": name, "parameters": parameters});
+    for field in ["description", "strict"] {
+        if let Some(v) = tool.get(field).filter(|v| !v.is_null()) {
+            function[field] = v.clone();
+        }
+    }
+    json!({"type": "function", "function": function})
+}
+
 /// The request's `input` as items: a string is one user message.
 pub fn input_items(request: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
     match request.get("input") {
@@ -108,14 +164,20 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<(Value, Dropped), ApiE
     let mut tools = Vec::new();
     for tool in request.get("tools").and_then(Value::as_array).into_iter().flatten() {
         match tool["type"].as_str() {
-            Some("function") => {
-                let mut function = json!({"name": tool["name"], "parameters": tool.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object"}))});
-                for field in ["description", "strict"] {
-                    if let Some(v) = tool.get(field).filter(|v| !v.is_null()) {
-                        function[field] = v.clone();
+            Some("function") => tools.push(chat_tool(tool, tool["name"].clone())),
+            // Chat upstreams have no namespaces: each function in one becomes a flat function.
+            Some("namespace") => {
+                let ns = tool["name"].as_str().unwrap_or_default();
+                for inner in tool["tools"].as_array().into_iter().flatten() {
+                    match (inner["type"].as_str(), inner["name"].as_str()) {
+                        (Some("function"), Some(name)) if !ns.is_empty() => {
+                            tools.push(chat_tool(inner, json!(flat_name(ns, name))))
+                        }
+                        (kind, _) => dropped
+                            .tools
+                            .push(format!("namespace {}", kind.unwrap_or("untyped")).chars().take(40).collect()),
                     }
                 }
-                tools.push(json!({"type": "function", "function": function}));
             }
             other => dropped.tools.push(other.unwrap_or("untyped").chars().take(40).collect()),
         }
@@ -144,7 +206,7 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<(Value, Dropped), ApiE
             let unified = match choice {
                 Value::String(mode) => json!(mode),
                 Value::Object(_) if choice["type"] == "function" => {
-                    json!({"type": "function", "function": {"name": choice["name"]}})
+                    json!({"type": "function", "function": {"name": called_name(choice)}})
                 }
                 _ => json!("auto"),
             };
@@ -171,7 +233,7 @@ fn input_item(item: &Value, messages: &mut Vec<Value>, dropped: &mut Dropped) ->
         }
         "function_call" => {
             let call = json!({"id": item["call_id"], "type": "function",
-                              "function": {"name": item["name"], "arguments": item["arguments"].as_str().unwrap_or("{}")}});
+                              "function": {"name": called_name(item), "arguments": item["arguments"].as_str().unwrap_or("{}")}});
             // Parallel calls follow each other: one assistant turn holds them all.
             match messages.last_mut() {
                 Some(last) if last["role"] == "assistant" && last.get("tool_calls").is_some() => {
@@ -280,6 +342,34 @@ mod tests {
         assert_eq!(out["parallel_tool_calls"], false);
         assert_eq!(out["stream_options"], json!({"include_usage": true}));
         assert_eq!(dropped, Dropped { tools: vec!["web_search".into()], items: vec!["reasoning".into()] });
+    }
+
+    #[test]
+    fn functions_in_a_namespace_become_flat_functions_and_their_calls_flat_names() {
+        let request = json!({"model": "m", "tool_choice": {"type": "function", "namespace": "mcp__files", "name": "read"},
+        "tools": [
+            {"type": "namespace", "name": "mcp__files", "description": "Files", "tools": [
+                {"type": "function", "name": "read", "description": "Reads", "parameters": {"type": "object"}},
+                {"type": "function", "name": "list"},
+                {"type": "custom", "name": "grep"}]},
+            {"type": "function", "name": "mcp__files__list", "parameters": {"type": "object", "properties": {}}},
+        ],
+        "input": [
+            {"role": "user", "content": "read a.txt"},
+            {"type": "function_call", "call_id": "c1", "namespace": "mcp__files", "name": "read", "arguments": "{}"},
+        ]});
+        let (out, dropped) = unified(request.clone());
+        let names: Vec<&str> =
+            out["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["mcp__files__read", "mcp__files__list", "mcp__files__list"]);
+        assert_eq!(out["tools"][0]["function"]["description"], "Reads");
+        assert_eq!(out["tool_choice"], json!({"type": "function", "function": {"name": "mcp__files__read"}}));
+        assert_eq!(out["messages"][1]["tool_calls"][0]["function"]["name"], "mcp__files__read");
+        assert_eq!(dropped.tools, ["namespace custom"]);
+        let namespaces = Namespaces::of(request.as_object().unwrap());
+        assert_eq!(namespaces.split("mcp__files__read"), Some(("mcp__files", "read")));
+        assert_eq!(namespaces.split("mcp__files__list"), None, "the top-level function of that name wins");
+        assert_eq!(namespaces.split("shell"), None);
     }
 
     #[test]

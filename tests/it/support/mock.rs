@@ -274,6 +274,9 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
     if let Some(text) = model.strip_prefix("say:") {
         return said(&model, text, streaming);
     }
+    if model == "call-last-tool" {
+        return called_last_tool(&body, streaming);
+    }
     match model.as_str() {
         // Describes the first image it is shown by its URL; fails on URLs containing "broken".
         "vision" => {
@@ -373,6 +376,35 @@ fn said(model: &str, text: &str, streaming: bool) -> Response {
     events.push(chunk(serde_json::json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]), Value::Null));
     events.push(chunk(serde_json::json!([]), usage));
     events.push("data: [DONE]\n\n".to_string());
+    sse_body(futures::stream::iter(events.into_iter().map(|e| Ok(Bytes::from(e))).collect::<Vec<_>>()))
+}
+
+/// Calls the request's last tool, by the name it was given, with `{}`.
+fn called_last_tool(body: &Value, streaming: bool) -> Response {
+    let name = body["tools"].as_array().and_then(|t| t.last()).map_or(Value::Null, |t| t["function"]["name"].clone());
+    let call =
+        serde_json::json!({"id": "call_last", "type": "function", "function": {"name": name, "arguments": "{}"}});
+    let usage = serde_json::json!({"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25});
+    if !streaming {
+        let body = serde_json::json!({"id": "chatcmpl-call", "object": "chat.completion", "created": 1, "model": "call-last-tool",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [call]}, "finish_reason": "tool_calls"}],
+            "usage": usage});
+        return (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response();
+    }
+    let chunk = |delta: Value, finish: Value, usage: Value| {
+        format!(
+            "data: {}\n\n",
+            serde_json::json!({"id": "chatcmpl-call", "object": "chat.completion.chunk", "created": 1,
+            "model": "call-last-tool", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": usage})
+        )
+    };
+    let mut streamed = call.clone();
+    streamed["index"] = serde_json::json!(0);
+    let events = vec![
+        chunk(serde_json::json!({"role": "assistant", "tool_calls": [streamed]}), Value::Null, Value::Null),
+        chunk(serde_json::json!({}), serde_json::json!("tool_calls"), usage),
+        "data: [DONE]\n\n".to_string(),
+    ];
     sse_body(futures::stream::iter(events.into_iter().map(|e| Ok(Bytes::from(e))).collect::<Vec<_>>()))
 }
 
