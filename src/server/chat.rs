@@ -12,13 +12,16 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::value::RawValue;
 
-use super::call::{Answer, Call};
+use super::call::{Answer, Call, Native};
 use super::dispatch::dispatch;
 use super::envelope::RequestId;
 use super::error::ApiError;
 use super::request::{ChatRequest, Incoming, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
+
+/// The client protocol of this door, as adapters that forward it natively name it.
+pub const PROTOCOL: &str = "openai-chat";
 
 pub async fn chat_completions(
     Extension(RequestId(request_id)): Extension<RequestId>,
@@ -32,8 +35,9 @@ pub async fn chat_completions(
     if request.messages.is_empty() {
         return Err(ApiError::invalid_request("`messages` must contain at least one message").param("messages"));
     }
-    // The adapter receives the client's body as sent (validated, not re-encoded), except that a
-    // stream always asks for usage: the books need it whatever the client wants to see.
+    // An OpenAI-compatible adapter forwards the body natively (with the client's headers it
+    // names); others get it as the unified form, as sent (validated, not re-encoded), except
+    // that a stream always asks for usage: the books need it whatever the client wants to see.
     let sent = std::str::from_utf8(&bytes).map_err(|_| ApiError::invalid_request("request body is not UTF-8"))?;
     let hide_usage = request.streaming() && !request.wants_stream_usage();
     let unified = if hide_usage { asking_for_usage(sent, request.stream_options.is_some())? } else { sent.into() };
@@ -47,7 +51,7 @@ pub async fn chat_completions(
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
-        native: None,
+        native: Some(Native { protocol: PROTOCOL, body: &bytes, headers: &incoming.headers }),
         unified_error: None,
     };
     let reply = dispatch(gw, &key, call).await?;
@@ -60,10 +64,12 @@ pub async fn chat_completions(
     Ok(response)
 }
 
-/// SSE to the client: one `data:` per unified chunk; `[DONE]` only after a complete stream,
-/// an error event (and no `[DONE]`) after a failed one.
+/// SSE to the client: one `data:` per unified chunk (a native session's frames as they are);
+/// `[DONE]` only after a complete stream (from a native session, the upstream's own), an error
+/// event (and no `[DONE]`) after a failed one.
 fn sse_response(chunks: ChunkStream, started: std::time::Instant) -> Response {
     let span = tracing::Span::current();
+    let native = chunks.is_native();
     let events = futures::stream::unfold((chunks, 0usize, false), move |(mut chunks, sent, ended)| {
         let span = span.clone();
         async move {
@@ -72,12 +78,19 @@ fn sse_response(chunks: ChunkStream, started: std::time::Instant) -> Response {
             }
             let ms = started.elapsed().as_millis() as u64;
             let bytes = match chunks.next().await {
+                Some(Ok(frame)) if native => {
+                    return Some((Ok::<_, Infallible>(Bytes::from(frame)), (chunks, sent + 1, false)));
+                }
                 Some(Ok(chunk)) => {
                     return Some((Ok::<_, Infallible>(sse_data(&chunk)), (chunks, sent + 1, false)));
                 }
                 Some(Err(e)) => {
                     span.in_scope(|| tracing::warn!(chunks = sent, ms, "stream failed: {e}"));
                     sse_data(&ApiError::from(&e).body().to_string())
+                }
+                None if native => {
+                    span.in_scope(|| tracing::debug!(chunks = sent, ms, "stream completed"));
+                    return None;
                 }
                 None => {
                     span.in_scope(|| tracing::debug!(chunks = sent, ms, "stream completed"));

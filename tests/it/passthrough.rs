@@ -2,7 +2,9 @@
 //! the adapter's native session. What Claude Code sends (cache markers, system blocks, adaptive
 //! thinking, betas, signatures, `is_error`, fields newer than the gateway) reaches the upstream
 //! as sent, the answer and every stream event come back byte for byte, and the books still
-//! count the tokens; a failover to an OpenAI upstream in the same request is translated.
+//! count the tokens; a failover to an OpenAI upstream in the same request is translated. A chat
+//! client in front of an OpenAI-compatible upstream keeps its fields and its non-credential
+//! headers.
 
 use serde_json::{Value, json};
 
@@ -331,4 +333,63 @@ async fn a_claude_code_turn_to_openai_and_gemini_upstreams_maps_as_documented() 
         .map(|f| f["name"].as_str().unwrap())
         .collect();
     assert_eq!(declared, ["Bash", "WebFetch"]);
+}
+
+#[tokio::test]
+async fn a_chat_client_reaches_an_openai_upstream_with_its_fields_and_headers_and_is_metered() {
+    let mock = MockUpstream::start().await;
+    let sources = format!(
+        "admin_token: {ADMIN}\nsources:\n  - {{name: oai, base_url: '{}', api_key: sk-oai-upstream-0001, models: [{{name: gpt, upstream: fixture}}, {{name: gpt-nodone, upstream: no-done}}]}}\n",
+        mock.url
+    );
+    let gw = TestGateway::start(&config_with(&sources)).await;
+    let body = json!({"model": "gpt", "stream": true, "stream_options": {"include_usage": false, "chunk_size": 3},
+        "messages": [{"role": "user", "content": "Hello!"}], "future_field": {"nested": [1, 2]}, "service_tier": "flex"});
+    let sent = gw
+        .post("/v1/chat/completions")
+        .header("openai-beta", "new-thing=v1")
+        .header("http-referer", "https://app.example")
+        .header("x-title", "Example App")
+        .header("openai-organization", "org-client-own")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 200);
+    let text = sent.text().await.unwrap();
+    let (chunks, done) = crate::support::openai_events(&text);
+    assert!(done, "{text}");
+    assert!(chunks.iter().all(|c| !c["usage"].is_object()), "the client did not ask for usage: {text}");
+    assert_eq!(crate::support::assemble(&chunks).content, "Hello there!");
+
+    let seen = mock.state.requests().pop().unwrap();
+    let mut expected = body.clone();
+    expected["model"] = json!("fixture");
+    expected["stream_options"]["include_usage"] = json!(true);
+    assert_eq!(seen.body, expected, "every field as sent; only the model and the usage switch changed");
+    let header = |name: &str| seen.headers.get(name).map(|v| v.to_str().unwrap().to_string());
+    assert_eq!(
+        (header("openai-beta"), header("http-referer"), header("x-title")),
+        (Some("new-thing=v1".into()), Some("https://app.example".into()), Some("Example App".into()))
+    );
+    assert_eq!(header("openai-organization"), None, "the client's account stays home");
+    assert_eq!(header("authorization").as_deref(), Some("Bearer sk-oai-upstream-0001"));
+    let row = &gw.admin_json(ADMIN, "/admin/api/logs?source=oai").await["rows"][0];
+    assert_eq!(
+        (row["tokens_in"].as_u64(), row["tokens_out"].as_u64(), row["usage_estimated"].as_bool()),
+        (Some(9), Some(3), Some(false))
+    );
+
+    // An upstream that closes after its usage chunk without `[DONE]`: complete, and the
+    // client still gets its `[DONE]`.
+    let text = gw
+        .chat(json!({"model": "gpt-nodone", "stream": true, "messages": [{"role": "user", "content": "Hi"}]}))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    let json_answer =
+        gw.chat(json!({"model": "gpt", "messages": [{"role": "user", "content": "Hi"}]})).await.text().await.unwrap();
+    assert_eq!(json_answer, crate::support::mock::CHAT_JSON, "a whole answer byte for byte");
 }

@@ -35,5 +35,11 @@ impl Guest for DeepSeek {
 }
 
 adapter_kit::openai_models!(DeepSeek);
-adapter_kit::no_native!(DeepSeek);
+impl adapter_kit::NativeGuest for DeepSeek {
+    type NativeSession = openai_compat::NativeSession<DeepSeek>;
+
+    fn protocols() -> Vec<adapter_kit::NativeProtocol> {
+        openai_compat::protocols()
+    }
+}
 adapter_kit::export!(DeepSeek);

@@ -5,13 +5,14 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::errors::{adapter_error, error_fields, upstream_error};
 use crate::http::{join_url, setting_headers};
 use crate::{
-    AdapterError, ErrorKind, GuestSession, HttpRequest, HttpResponse, Metadata, Operation, SourceContext, StreamEvent,
-    StreamFraming, StreamOutput, parse_request, setting,
+    AdapterError, ClientRequest, ErrorKind, GuestNativeSession, GuestSession, HttpRequest, HttpResponse, Metadata,
+    NativeOutput, NativeProtocol, NativeResponse, Operation, SourceContext, StreamEvent, StreamFraming, StreamOutput,
+    parse_request, setting,
 };
 
 /// What sets one OpenAI-compatible provider apart.
@@ -101,13 +102,9 @@ pub struct Session<D: Dialect> {
     dialect: PhantomData<D>,
 }
 
-impl<D: Dialect> GuestSession for Session<D> {
-    fn new(ctx: SourceContext) -> Self {
-        Session { ctx, finished: Cell::new(false), done: Cell::new(false), dialect: PhantomData }
-    }
-
-    fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
-        let mut body = parse_request(&request)?;
+impl<D: Dialect> Session<D> {
+    /// The upstream request for a request body (unified, or a chat client's own).
+    fn upstream_request(&self, mut body: Map<String, Value>) -> HttpRequest {
         body.insert("model".into(), Value::String(self.ctx.upstream_model.clone()));
         // An effort the gateway derived (an Anthropic client's adaptive thinking) goes only to
         // models that take one: others refuse the field outright.
@@ -147,12 +144,22 @@ impl<D: Dialect> GuestSession for Session<D> {
             Operation::Embedding => setting(&self.ctx, "embeddings_path").unwrap_or("/embeddings"),
             Operation::Image => setting(&self.ctx, "images_path").unwrap_or("/images/generations"),
         };
-        Ok(HttpRequest {
+        HttpRequest {
             method: "POST".into(),
             url: join_url(&self.ctx.base_url, path),
             headers,
             body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map serialises"),
-        })
+        }
+    }
+}
+
+impl<D: Dialect> GuestSession for Session<D> {
+    fn new(ctx: SourceContext) -> Self {
+        Session { ctx, finished: Cell::new(false), done: Cell::new(false), dialect: PhantomData }
+    }
+
+    fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
+        Ok(self.upstream_request(parse_request(&request)?))
     }
 
     fn transform_response(&self, response: HttpResponse) -> Result<String, AdapterError> {
@@ -175,13 +182,32 @@ impl<D: Dialect> GuestSession for Session<D> {
     }
 
     fn transform_stream_chunk(&self, event: StreamEvent) -> Result<StreamOutput, AdapterError> {
-        let data = event.data.trim();
+        self.read_chunk(&event.data).map(|read| read.books)
+    }
+
+    fn finish_stream(&self) -> Result<StreamOutput, AdapterError> {
+        // Some compatible servers close after the finish_reason without `[DONE]`: still complete.
+        crate::stream_end(self.done.get() || self.finished.get(), "[DONE] or a finish_reason")
+    }
+}
+
+/// One stream event read for the books.
+struct ReadChunk {
+    books: StreamOutput,
+    /// A chunk with usage and no choices (asked for by `stream_options.include_usage`).
+    usage_only: bool,
+}
+
+impl<D: Dialect> Session<D> {
+    fn read_chunk(&self, data: &str) -> Result<ReadChunk, AdapterError> {
+        let data = data.trim();
+        let nothing = |done| ReadChunk { books: StreamOutput { chunks: vec![], done }, usage_only: false };
         if data == "[DONE]" {
             self.done.set(true);
-            return Ok(StreamOutput { chunks: vec![], done: true });
+            return Ok(nothing(true));
         }
         if data.is_empty() {
-            return Ok(StreamOutput { chunks: vec![], done: false });
+            return Ok(nothing(false));
         }
         let value: Value = serde_json::from_str(data)
             .map_err(|e| adapter_error(ErrorKind::InvalidResponse, &format!("stream event is not JSON: {e}")))?;
@@ -192,21 +218,113 @@ impl<D: Dialect> GuestSession for Session<D> {
                 &message.unwrap_or_else(|| "upstream sent an error event".into()),
             ));
         }
-        let finished = value
-            .get("choices")
-            .and_then(Value::as_array)
-            .is_some_and(|choices| choices.iter().any(|c| c.get("finish_reason").is_some_and(|f| !f.is_null())));
-        if finished {
+        let choices = value.get("choices").and_then(Value::as_array);
+        if choices.is_some_and(|choices| choices.iter().any(|c| c.get("finish_reason").is_some_and(|f| !f.is_null()))) {
             self.finished.set(true);
         }
+        let usage_only = value.get("usage").is_some_and(Value::is_object) && choices.is_none_or(Vec::is_empty);
         let mut value = value;
         let chunk = if D::normalize(&mut value) { value.to_string() } else { data.to_string() };
-        Ok(StreamOutput { chunks: vec![chunk], done: false })
+        Ok(ReadChunk { books: StreamOutput { chunks: vec![chunk], done: false }, usage_only })
+    }
+}
+
+/// The client protocol a chat client speaks: the unified form itself.
+pub const PROTOCOL: &str = "openai-chat";
+
+/// Client headers passed upstream: they shape the answer and carry no credential (OpenAI's
+/// beta switches, OpenRouter's app attribution). `OpenAI-Organization` and `OpenAI-Project` are
+/// not: they name the client's account, and the upstream is called with the source's key.
+pub const CLIENT_HEADERS: &[&str] = &["openai-beta", "http-referer", "x-title"];
+
+/// What an OpenAI-compatible adapter forwards natively: chat clients, with [`CLIENT_HEADERS`].
+pub fn protocols() -> Vec<NativeProtocol> {
+    vec![NativeProtocol { name: PROTOCOL.into(), headers: CLIENT_HEADERS.iter().map(|h| h.to_string()).collect() }]
+}
+
+/// A chat client's request forwarded as sent, but for what the unified session changes too
+/// (the model, gateway-only fields, usage asked for on streams), with its [`CLIENT_HEADERS`];
+/// the answer and each event go back as the upstream sent them (or, where the dialect
+/// normalizes, as its unified superset), and the books read the same. A usage-only chunk
+/// reaches the client only when it asked for usage.
+pub struct NativeSession<D: Dialect> {
+    unified: Session<D>,
+    /// The client's own `stream_options.include_usage`.
+    client_wants_usage: Cell<bool>,
+    /// The upstream's `data: [DONE]` was passed on.
+    done_passed: Cell<bool>,
+}
+
+impl<D: Dialect> GuestNativeSession for NativeSession<D> {
+    fn new(ctx: SourceContext) -> Self {
+        NativeSession {
+            unified: Session::new(ctx),
+            client_wants_usage: Cell::new(false),
+            done_passed: Cell::new(false),
+        }
     }
 
-    fn finish_stream(&self) -> Result<StreamOutput, AdapterError> {
-        // Some compatible servers close after the finish_reason without `[DONE]`: still complete.
-        crate::stream_end(self.done.get() || self.finished.get(), "[DONE] or a finish_reason")
+    fn transform_request(&self, request: ClientRequest) -> Result<HttpRequest, AdapterError> {
+        if request.protocol != PROTOCOL {
+            return Err(adapter_error(
+                ErrorKind::Unsupported,
+                &format!("`{}` is not forwarded natively", request.protocol),
+            ));
+        }
+        let mut body = match serde_json::from_slice::<Value>(&request.body) {
+            Ok(Value::Object(body)) => body,
+            _ => return Err(adapter_error(ErrorKind::BadRequest, "request body must be a JSON object")),
+        };
+        let wants = body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool);
+        self.client_wants_usage.set(wants == Some(true));
+        if body.get("stream").and_then(Value::as_bool) == Some(true) {
+            match body.get_mut("stream_options").and_then(Value::as_object_mut) {
+                Some(options) => {
+                    options.insert("include_usage".into(), json!(true));
+                }
+                None => {
+                    body.insert("stream_options".into(), json!({"include_usage": true}));
+                }
+            }
+        }
+        let mut http = self.unified.upstream_request(body);
+        for (name, value) in request.headers.into_iter().filter(|(k, _)| CLIENT_HEADERS.contains(&k.as_str())) {
+            http.headers.push((name, value));
+        }
+        Ok(http)
+    }
+
+    fn transform_response(&self, response: HttpResponse) -> Result<NativeResponse, AdapterError> {
+        // The unified reading is the upstream's body, or the dialect's normalized superset.
+        let unified = self.unified.transform_response(response)?;
+        Ok(NativeResponse { body: unified.clone().into_bytes(), unified })
+    }
+
+    fn transform_stream_chunk(&self, event: StreamEvent) -> Result<NativeOutput, AdapterError> {
+        let read = self.unified.read_chunk(&event.data)?;
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done_passed.set(true);
+        }
+        if data.is_empty() || (read.usage_only && !self.client_wants_usage.get()) {
+            return Ok(crate::ended(read.books));
+        }
+        // As the upstream sent it, or the dialect's normalized superset.
+        let event = match read.books.chunks.first() {
+            Some(chunk) => StreamEvent { event: event.event, data: chunk.clone() },
+            None => event,
+        };
+        Ok(crate::passed_on(event, read.books))
+    }
+
+    fn finish_stream(&self) -> Result<NativeOutput, AdapterError> {
+        let mut out = crate::ended(self.unified.finish_stream()?);
+        // Complete without `[DONE]` (a finish_reason, then the upstream closed): chat clients
+        // wait for it, so it is sent.
+        if !self.done_passed.get() {
+            out.events.push(StreamEvent { event: "message".into(), data: "[DONE]".into() });
+        }
+        Ok(out)
     }
 }
 

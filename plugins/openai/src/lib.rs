@@ -19,5 +19,11 @@ impl Guest for OpenAi {
 }
 
 adapter_kit::openai_models!(OpenAi);
-adapter_kit::no_native!(OpenAi);
+impl adapter_kit::NativeGuest for OpenAi {
+    type NativeSession = openai_compat::NativeSession<OpenAi>;
+
+    fn protocols() -> Vec<adapter_kit::NativeProtocol> {
+        openai_compat::protocols()
+    }
+}
 adapter_kit::export!(OpenAi);

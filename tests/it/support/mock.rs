@@ -332,6 +332,11 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
         // Answers 200, then never sends an event.
         "stall" => sse_body(futures::stream::pending()),
         "tools" => replay(TOOLS_SSE),
+        // Closes after the usage chunk, without `data: [DONE]` (some compatible servers do).
+        "no-done" => {
+            let events = sse_events();
+            replay(&events[..events.len() - 1].concat())
+        }
         "silent" => sse_body(
             futures::stream::iter(vec![Ok(Bytes::from(sse_events()[0].clone()))]).chain(futures::stream::pending()),
         ),
