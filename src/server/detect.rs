@@ -1,6 +1,7 @@
 //! Detected models (`detect_models: true`): a source's model list asked through its adapter at
 //! start and on `POST /admin/api/sources/{name}/detect`; what it lists joins the source's
-//! configured models (as chat models, marked detected) until the next detection.
+//! configured models (marked detected, their kind guessed from the name) until the next
+//! detection.
 
 use std::collections::BTreeMap;
 
@@ -22,14 +23,31 @@ impl Detected {
         for source in &mut config.sources {
             let Some(names) = self.0.get(&source.name) else { continue };
             for name in names {
+                let kind = kind_by_name(name).unwrap_or_default();
                 if !source.models.iter().any(|m| &m.name == name) {
-                    let model =
-                        ModelConfig { name: name.clone(), upstream: None, kind: ModelKind::Chat, detected: true };
-                    source.models.push(model);
+                    source.models.push(ModelConfig { name: name.clone(), upstream: None, kind, detected: true });
                 }
             }
         }
         config
+    }
+}
+
+/// What a listed model is for, from its name as the providers name them: embeddings
+/// (`text-embedding-3-small`, `nomic-embed-text`, `gemini-embedding-001`), images (`dall-e-3`,
+/// `gpt-image-1`, `imagen-4`), else chat. `None` for what no door serves (speech, transcription,
+/// moderation): left out.
+fn kind_by_name(name: &str) -> Option<ModelKind> {
+    let name = name.to_ascii_lowercase();
+    let has = |parts: &[&str]| parts.iter().any(|p| name.contains(p));
+    if has(&["whisper", "tts", "transcribe", "moderation", "-audio-", "realtime"]) {
+        None
+    } else if has(&["embed"]) {
+        Some(ModelKind::Embedding)
+    } else if has(&["dall-e", "gpt-image", "imagen"]) {
+        Some(ModelKind::Image)
+    } else {
+        Some(ModelKind::Chat)
     }
 }
 
@@ -59,7 +77,8 @@ impl Gateway {
         let source = runtime.config.sources.iter().find(|s| &s.name == name).ok_or("no such source")?;
         let adapter = self.plugins.adapter(&source.adapter).ok_or("its adapter is not loaded")?;
         match runtime.provider.list_models(source, &adapter).await {
-            Ok(names) => {
+            Ok(mut names) => {
+                names.retain(|n| kind_by_name(n).is_some());
                 tracing::info!(source = %name, models = names.len(), "detected the upstream's models");
                 self.detected.lock().expect("detected models").0.insert(name.clone(), names.clone());
                 self.reinstall().await;
@@ -87,5 +106,24 @@ mod tests {
         let seen: Vec<(&str, &str, bool)> =
             models.iter().map(|m| (m.name.as_str(), m.upstream_name(), m.detected)).collect();
         assert_eq!(seen, [("a", "a-1", false), ("b", "b", true)]);
+    }
+
+    #[test]
+    fn a_listed_models_kind_follows_its_name() {
+        for (name, kind) in [
+            ("gpt-4o-mini", Some(ModelKind::Chat)),
+            ("text-embedding-3-small", Some(ModelKind::Embedding)),
+            ("nomic-embed-text:latest", Some(ModelKind::Embedding)),
+            ("gemini-embedding-001", Some(ModelKind::Embedding)),
+            ("dall-e-3", Some(ModelKind::Image)),
+            ("gpt-image-1", Some(ModelKind::Image)),
+            ("imagen-4.0-generate-001", Some(ModelKind::Image)),
+            ("whisper-1", None),
+            ("tts-1-hd", None),
+            ("omni-moderation-latest", None),
+            ("gpt-4o-realtime-preview", None),
+        ] {
+            assert_eq!(kind_by_name(name), kind, "{name}");
+        }
     }
 }

@@ -61,6 +61,18 @@ async fn every_protocols_model_list_is_detected_at_start_and_serves() {
     assert_eq!(answer.status(), 200, "a detected model serves");
     assert_eq!(mock.state.requests().pop().unwrap().body["model"], "gpt-4o-mini");
 
+    assert!(!models.iter().any(|m| m.0 == "whisper-1"), "a speech model no door serves is left out");
+    let embedded = gw
+        .post("/v1/embeddings")
+        .json(&json!({"model": "text-embedding-3-small", "input": "Hi"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(embedded.status(), 200, "a detected embeddings model serves embeddings");
+    let chat =
+        gw.chat(json!({"model": "text-embedding-3-small", "messages": [{"role": "user", "content": "Hi"}]})).await;
+    assert_ne!(chat.status(), 200, "and is not offered for chat");
+
     let claude = gw.admin_json(ADMIN, "/admin/api/sources/claude").await;
     assert_eq!(claude["models"], json!([]), "the admin API keeps the configured list apart: {claude}");
     assert_eq!(claude["detected_models"], json!(["claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001"]));
@@ -75,7 +87,10 @@ async fn detection_can_be_asked_again_and_says_why_it_failed() {
         |name: &str| http.post(format!("{}/admin/api/sources/{name}/detect", gw.url)).bearer_auth(ADMIN).send();
     let again = detect("oai").await.unwrap();
     assert_eq!(again.status(), 200);
-    assert_eq!(again.json::<Value>().await.unwrap()["detected_models"], json!(["gpt-4.1", "gpt-4o-mini"]));
+    assert_eq!(
+        again.json::<Value>().await.unwrap()["detected_models"],
+        json!(["gpt-4.1", "gpt-4o-mini", "text-embedding-3-small"])
+    );
     let failed = detect("broken").await.unwrap();
     assert_eq!(failed.status(), 502);
     let failed: Value = failed.json().await.unwrap();
@@ -92,6 +107,9 @@ async fn detection_can_be_asked_again_and_says_why_it_failed() {
         .await
         .unwrap();
     assert_eq!(added.status(), 201);
-    assert_eq!(added.json::<Value>().await.unwrap()["detected_models"], json!(["gpt-4.1", "gpt-4o-mini"]));
+    assert_eq!(
+        added.json::<Value>().await.unwrap()["detected_models"],
+        json!(["gpt-4.1", "gpt-4o-mini", "text-embedding-3-small"])
+    );
     assert!(listed(&gw).await.iter().any(|m| m.0 == "kept"));
 }
