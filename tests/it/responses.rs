@@ -13,7 +13,7 @@ use crate::support::{KEY, MockUpstream, TestGateway, config_with};
 
 async fn gateway(mock: &MockUpstream) -> TestGateway {
     let sources = format!(
-        "sources:\n  - {{name: oai, base_url: '{url}', models: [{{name: gpt, upstream: fixture}}, {{name: gpt-tools, upstream: tools}}]}}\n\
+        "sources:\n  - {{name: oai, base_url: '{url}', models: [{{name: gpt, upstream: fixture}}, {{name: gpt-tools, upstream: tools}}, {{name: gpt-cut, upstream: cut}}]}}\n\
          \x20 - {{name: claude, base_url: '{url}', adapter: anthropic, models: [{{name: claude-tools, upstream: claude-tools}}, {{name: claude-cut}}]}}\n\
          \x20 - {{name: local, base_url: '{root}', adapter: ollama, models: [{{name: llama-tools}}]}}\n\
          \x20 - {{name: google, base_url: '{root}/v1beta', adapter: gemini, models: [{{name: gemini-tools}}]}}\n",
@@ -224,24 +224,26 @@ async fn functions_in_a_namespace_reach_a_chat_upstream_flat_and_come_back_in_th
 async fn a_cut_upstream_stream_ends_in_exactly_one_response_failed() {
     let mock = MockUpstream::start().await;
     let gw = gateway(&mock).await;
-    let mut stream = client(&gw).responses().create_stream(request("claude-cut")).await.unwrap();
-    let (mut text, mut terminal) = (String::new(), Vec::new());
-    while let Some(event) = stream.next().await {
-        match event.expect("every event parses") {
-            ResponseStreamEvent::ResponseOutputTextDelta(delta) => text.push_str(&delta.delta),
-            ResponseStreamEvent::ResponseFailed(failed) => {
-                let error = failed.response.error.expect("the failure says why");
-                terminal.push(("failed", serde_json::to_value(&error).unwrap()));
+    for (model, delivered) in [("claude-cut", "Hello!"), ("gpt-cut", "Hello there!")] {
+        let mut stream = client(&gw).responses().create_stream(request(model)).await.unwrap();
+        let (mut text, mut terminal) = (String::new(), Vec::new());
+        while let Some(event) = stream.next().await {
+            match event.expect("every event parses") {
+                ResponseStreamEvent::ResponseOutputTextDelta(delta) => text.push_str(&delta.delta),
+                ResponseStreamEvent::ResponseFailed(failed) => {
+                    let error = failed.response.error.expect("the failure says why");
+                    terminal.push(("failed", serde_json::to_value(&error).unwrap()));
+                }
+                ResponseStreamEvent::ResponseCompleted(_) => terminal.push(("completed", Value::Null)),
+                ResponseStreamEvent::ResponseIncomplete(_) => terminal.push(("incomplete", Value::Null)),
+                _ => {}
             }
-            ResponseStreamEvent::ResponseCompleted(_) => terminal.push(("completed", Value::Null)),
-            ResponseStreamEvent::ResponseIncomplete(_) => terminal.push(("incomplete", Value::Null)),
-            _ => {}
         }
+        assert_eq!(text, delivered, "{model}: what arrived before the cut was delivered");
+        assert_eq!(terminal.len(), 1, "{model}: {terminal:?}");
+        assert_eq!(terminal[0].0, "failed", "{model}");
+        assert_eq!(terminal[0].1["code"], "stream_truncated", "{model}: {:?}", terminal[0].1);
     }
-    assert_eq!(text, "Hello!", "what arrived before the cut was delivered");
-    assert_eq!(terminal.len(), 1, "{terminal:?}");
-    assert_eq!(terminal[0].0, "failed");
-    assert_eq!(terminal[0].1["code"], "stream_truncated", "{:?}", terminal[0].1);
 }
 
 const ADMIN: &str = "adm-responses-token-0001";
