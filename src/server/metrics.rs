@@ -2,7 +2,7 @@
 //! them) observed from every attempt's log row, and Switchyard's own state read at scrape time.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -21,7 +21,7 @@ use crate::domain::SlotKey;
 use crate::plugin::CallDurations;
 use crate::scheduler::{Admission, probe_budget};
 use crate::state::LogRow;
-use crate::telemetry::Histogram;
+use crate::telemetry::{Histogram, SeriesCache};
 
 /// The labels of one attempt, all from configured names (no request ids or user text).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -92,9 +92,23 @@ fn tokens_histogram() -> Histogram {
     Histogram::new(exponential_buckets(1.0, 4.0, 12))
 }
 
+/// Every series of one attempt label set, taken from the families once: an attempt then
+/// touches atomics only. The series an attempt may not need are made on first use, so a label
+/// set that never streamed has no time-to-first-token series.
+struct AttemptSeries {
+    labels: AttemptLabels,
+    attempts: Counter,
+    duration: Histogram,
+    /// Input, then output.
+    tokens: [OnceLock<Histogram>; 2],
+    first_token: OnceLock<Histogram>,
+    per_output_token: OnceLock<Histogram>,
+}
+
 /// Every metric, registered once; the per-attempt families are written from each log row.
 pub struct Metrics {
     registry: Registry,
+    series: SeriesCache<AttemptSeries>,
     duration: Histograms<AttemptLabels>,
     tokens: Histograms<TokenLabels>,
     first_token: Histograms<AttemptLabels>,
@@ -213,6 +227,7 @@ impl Metrics {
         registry.register("switchyard_build_info", "The running version", build);
         Metrics {
             registry,
+            series: SeriesCache::default(),
             duration,
             tokens,
             first_token,
@@ -234,43 +249,63 @@ impl Metrics {
         }
     }
 
-    /// One attempt, as its log row records it.
-    pub fn observe(&self, row: &LogRow, log: &LogContext, provider: String) {
+    /// One attempt, as its log row records it. Its label set's handles are looked up once
+    /// (lock-free, no allocation); after that an attempt touches atomics only.
+    pub fn observe(&self, row: &LogRow, log: &LogContext, provider: &str) {
         let served = row.status == Some(200);
-        let labels = AttemptLabels {
-            gen_ai_operation_name: log.operation,
-            gen_ai_request_model: log.requested_model.clone(),
-            gen_ai_response_model: row.model.clone(),
-            gen_ai_provider_name: provider,
-            source: row.source.clone(),
-            error_type: if served { String::new() } else { error_type(row.error.as_deref()) },
-        };
-        self.attempts.get_or_create(&labels).inc();
+        let error = if served { "" } else { error_type(row.error.as_deref()) };
+        let values = [log.operation, &log.requested_model, &row.model, provider, &row.source, error];
+        let series = self.series.get_or_insert(&values, || {
+            let labels = AttemptLabels {
+                gen_ai_operation_name: log.operation,
+                gen_ai_request_model: log.requested_model.clone(),
+                gen_ai_response_model: row.model.clone(),
+                gen_ai_provider_name: provider.to_string(),
+                source: row.source.clone(),
+                error_type: error.to_string(),
+            };
+            AttemptSeries {
+                attempts: self.attempts.get_or_create(&labels).clone(),
+                duration: self.duration.get_or_create(&labels).clone(),
+                labels,
+                tokens: Default::default(),
+                first_token: OnceLock::new(),
+                per_output_token: OnceLock::new(),
+            }
+        });
+        series.attempts.inc();
         let total = row.total_ms as f64 / 1e3;
-        self.duration.get_or_create(&labels).observe(total);
+        series.duration.observe(total);
         if !served {
             return;
         }
-        for (kind, tokens) in [("input", row.tokens_in), ("output", row.tokens_out)] {
+        for (i, (kind, tokens)) in [("input", row.tokens_in), ("output", row.tokens_out)].into_iter().enumerate() {
             if let Some(tokens) = tokens {
-                let token_labels = TokenLabels {
-                    gen_ai_token_type: kind,
-                    gen_ai_operation_name: labels.gen_ai_operation_name,
-                    gen_ai_request_model: labels.gen_ai_request_model.clone(),
-                    gen_ai_response_model: labels.gen_ai_response_model.clone(),
-                    gen_ai_provider_name: labels.gen_ai_provider_name.clone(),
-                    source: labels.source.clone(),
-                };
-                self.tokens.get_or_create(&token_labels).observe(tokens as f64);
+                let histogram = series.tokens[i].get_or_init(|| {
+                    let l = &series.labels;
+                    let token_labels = TokenLabels {
+                        gen_ai_token_type: kind,
+                        gen_ai_operation_name: l.gen_ai_operation_name,
+                        gen_ai_request_model: l.gen_ai_request_model.clone(),
+                        gen_ai_response_model: l.gen_ai_response_model.clone(),
+                        gen_ai_provider_name: l.gen_ai_provider_name.clone(),
+                        source: l.source.clone(),
+                    };
+                    self.tokens.get_or_create(&token_labels).clone()
+                });
+                histogram.observe(tokens as f64);
             }
         }
         if row.stream
             && let Some(first) = row.first_byte_ms
         {
             let first = first as f64 / 1e3;
-            self.first_token.get_or_create(&labels).observe(first);
+            series.first_token.get_or_init(|| self.first_token.get_or_create(&series.labels).clone()).observe(first);
             if let Some(out) = row.tokens_out.filter(|n| *n > 1) {
-                self.per_output_token.get_or_create(&labels).observe((total - first).max(0.0) / (out - 1) as f64);
+                let per_token = (total - first).max(0.0) / (out - 1) as f64;
+                let histogram =
+                    series.per_output_token.get_or_init(|| self.per_output_token.get_or_create(&series.labels).clone());
+                histogram.observe(per_token);
             }
         }
     }
@@ -372,11 +407,8 @@ const ERROR_TYPES: &[&str] = &[
     "upstream_error",
 ];
 
-fn error_type(code: Option<&str>) -> String {
-    match code {
-        Some(code) if ERROR_TYPES.contains(&code) => code.to_string(),
-        _ => "other".to_string(),
-    }
+fn error_type(code: Option<&str>) -> &'static str {
+    code.and_then(|code| ERROR_TYPES.iter().find(|known| **known == code)).copied().unwrap_or("other")
 }
 
 /// `GET /metrics`: open to loopback clients, to others with the admin token.

@@ -180,14 +180,13 @@ impl Gateway {
     fn observe(&self, row: &LogRow, context: &books::LogContext) {
         // The adapter's protocol, by the source's adapter (a guard, not a clone, of the runtime).
         let runtime = self.runtime.load();
-        let provider = runtime
+        let adapter = runtime
             .config
             .sources
             .iter()
             .find(|s| s.name.as_str() == row.source)
-            .and_then(|s| self.plugins.adapter(&s.adapter))
-            .map_or_else(String::new, |a| a.metadata().protocol.clone());
-        self.metrics.observe(row, context, provider);
+            .and_then(|s| self.plugins.adapter(&s.adapter));
+        self.metrics.observe(row, context, adapter.as_ref().map_or("", |a| a.metadata().protocol.as_str()));
     }
 
     /// A router with `/metrics` alone (for `metrics.listen`).

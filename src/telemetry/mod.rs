@@ -1,10 +1,12 @@
 //! OTLP trace export (config `telemetry:`): the process's spans (a request, each attempt) sent
 //! to a collector over OTLP/HTTP, and the W3C trace context read from clients and sent upstream;
-//! and the lock-free histogram the Prometheus metrics are made of.
+//! and the lock-free histogram and series cache the Prometheus metrics are made of.
 
 mod histogram;
+mod series;
 
 pub use histogram::Histogram;
+pub use series::SeriesCache;
 
 use std::time::Duration;
 

@@ -1,0 +1,87 @@
+//! A read-mostly map from label values to a metric's series handles. A lookup is lock-free (an
+//! `ArcSwap` snapshot) and allocates nothing; only a new label set (rare: labels are bounded)
+//! takes the writers' mutex and publishes a copy of the map with it.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+
+type Entries<V> = HashMap<u64, Vec<(Box<[String]>, Arc<V>)>>;
+
+pub struct SeriesCache<V> {
+    map: ArcSwap<Entries<V>>,
+    grow: Mutex<()>,
+    hasher: RandomState,
+}
+
+impl<V> Default for SeriesCache<V> {
+    fn default() -> Self {
+        SeriesCache { map: ArcSwap::from_pointee(HashMap::new()), grow: Mutex::new(()), hasher: RandomState::new() }
+    }
+}
+
+impl<V> SeriesCache<V> {
+    /// The handles for `labels`, made by `make` the first time these labels are seen.
+    pub fn get_or_insert(&self, labels: &[&str], make: impl FnOnce() -> V) -> Arc<V> {
+        let hash = self.hasher.hash_one(labels);
+        if let Some(found) = find(&self.map.load(), hash, labels) {
+            return found;
+        }
+        let _writer = self.grow.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.map.load_full();
+        if let Some(found) = find(&current, hash, labels) {
+            return found;
+        }
+        let made = Arc::new(make());
+        let mut next = Entries::clone(&current);
+        next.entry(hash).or_default().push((labels.iter().map(|l| l.to_string()).collect(), made.clone()));
+        self.map.store(Arc::new(next));
+        made
+    }
+
+    /// How many label sets it holds.
+    pub fn len(&self) -> usize {
+        self.map.load().values().map(Vec::len).sum()
+    }
+}
+
+fn find<V>(map: &Entries<V>, hash: u64, labels: &[&str]) -> Option<Arc<V>> {
+    let same = |held: &[String]| held.len() == labels.len() && held.iter().zip(labels).all(|(a, b)| a == b);
+    map.get(&hash)?.iter().find(|(held, _)| same(held)).map(|(_, v)| v.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn each_label_set_is_made_once_and_found_after() {
+        let cache = SeriesCache::default();
+        let made = AtomicUsize::new(0);
+        let make = || made.fetch_add(1, Ordering::SeqCst);
+        let a = cache.get_or_insert(&["chat", "gpt", ""], make);
+        let again = cache.get_or_insert(&["chat", "gpt", ""], make);
+        assert!(Arc::ptr_eq(&a, &again));
+        // Same characters, other split: another set.
+        let b = cache.get_or_insert(&["chat", "gp", "t"], make);
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert_eq!((made.load(Ordering::SeqCst), cache.len()), (2, 2));
+    }
+
+    #[test]
+    fn concurrent_first_lookups_agree_on_one_entry() {
+        let cache = SeriesCache::default();
+        let made = AtomicUsize::new(0);
+        let found: Vec<Arc<usize>> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| cache.get_or_insert(&["x"], || made.fetch_add(1, Ordering::SeqCst))))
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+        assert!(found.windows(2).all(|w| Arc::ptr_eq(&w[0], &w[1])));
+    }
+}
