@@ -12,6 +12,7 @@ pub mod provider;
 pub mod router;
 pub mod scheduler;
 pub mod server;
+pub mod shared;
 pub mod startup;
 pub mod state;
 pub mod telegram;

@@ -209,6 +209,7 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
         }
     };
     // Serving only: `check` stays offline.
+    gateway.start_shared();
     gateway.detect_at_start().await;
     tracing::info!(
         compiled = report.compiled,

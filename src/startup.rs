@@ -79,8 +79,14 @@ pub async fn build_with_clock(
             config.sandbox.pool_slots
         );
     }
-    let scheduler = Scheduler::new(Policy::of(config), clock, Some(store.clone() as Arc<dyn Persist>));
-    Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, store)?), report))
+    // With replicas, the scheduler's changes also go to the others (see `crate::shared`).
+    let shared = config.shared_state.clone().map(crate::shared::Shared::new).transpose()?;
+    let persist: Arc<dyn Persist> = match &shared {
+        Some(shared) => shared.persist(store.clone()),
+        None => store.clone(),
+    };
+    let scheduler = Scheduler::new(Policy::of(config), clock, Some(persist));
+    Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, store, shared)?), report))
 }
 
 /// The admin token kept in `file` (mode 600), made on the first start: 244 random bits.

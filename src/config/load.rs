@@ -100,6 +100,7 @@ const TOP_LEVEL: &[&str] = &[
     "log_format",
     "telemetry",
     "telegram",
+    "shared_state",
     "metrics",
     "adapters",
     "keys",
@@ -418,6 +419,12 @@ impl Collector<'_> {
                 self.error("telemetry.sample_ratio", "must be between 0 and 1", "e.g. 1 (every trace) or 0.1");
             }
         }
+        // A URL alone, or a block whose fields are checked one by one.
+        let shared_state = match top.get("shared_state") {
+            Some(Value::String(_)) => self.field(&top, "shared_state").map(super::SharedStateWritten::Url),
+            _ => self.field(&top, "shared_state").map(super::SharedStateWritten::Block),
+        }
+        .and_then(|w| self.shared_state(w));
         let telegram: Option<super::TelegramConfig> = self.field(&top, "telegram");
         if let Some(t) = &telegram {
             self.check_telegram(t, &admin_token);
@@ -473,6 +480,7 @@ impl Collector<'_> {
             telemetry,
             metrics,
             telegram,
+            shared_state,
             adapters: adapter_policies,
             keys,
             sources,
@@ -659,6 +667,51 @@ impl Collector<'_> {
                 "write how many instances may exist at once, e.g. 1000",
             );
         }
+    }
+
+    fn shared_state(&mut self, written: super::SharedStateWritten) -> Option<super::SharedStateConfig> {
+        let block = match written {
+            super::SharedStateWritten::Url(url) => super::SharedStateBlock {
+                url,
+                replica: None,
+                sync_ms: None,
+                quotas_when_down: Default::default(),
+                prefix: None,
+            },
+            super::SharedStateWritten::Block(block) => block,
+        };
+        let url = block.url.expose();
+        // Shown without what comes before an `@` (a user and password).
+        let shown = url.split('@').next_back().unwrap_or_default().chars().take(80).collect::<String>();
+        let scheme_ok = url.starts_with("redis://") || url.starts_with("rediss://");
+        let url_ok = scheme_ok && redis::IntoConnectionInfo::into_connection_info(url).is_ok();
+        if !scheme_ok {
+            self.error(
+                "shared_state.url",
+                format!("`…{shown}` is not a redis:// or rediss:// URL"),
+                "write redis://HOST:PORT/DB (a password as redis://:${REDIS_PASSWORD}@HOST:PORT/0)",
+            );
+        } else if !url_ok {
+            self.error("shared_state.url", format!("`…{shown}` is not a Redis URL"), "write redis://HOST:PORT/DB");
+        }
+        let sync_ms = block.sync_ms.unwrap_or(250);
+        if !(20..=1000).contains(&sync_ms) {
+            self.error("shared_state.sync_ms", format!("{sync_ms} is out of range"), "between 20 and 1000 (ms)");
+        }
+        let replica = block.replica.filter(|r| !r.is_empty()).unwrap_or_else(host_name);
+        if replica.len() > 64 || replica.chars().any(|c| c.is_control()) {
+            self.error("shared_state.replica", "must be 1 to 64 printable characters", "e.g. gw-1");
+        }
+        if !url_ok {
+            return None;
+        }
+        Some(super::SharedStateConfig {
+            url: block.url,
+            replica,
+            sync: std::time::Duration::from_millis(sync_ms.clamp(20, 1000)),
+            quotas_when_down: block.quotas_when_down,
+            prefix: block.prefix.filter(|p| !p.is_empty()).unwrap_or_else(|| "switchyard".into()),
+        })
     }
 
     fn check_telegram(&mut self, t: &super::TelegramConfig, admin_token: &super::AdminToken) {
@@ -1052,6 +1105,16 @@ fn fix_for(message: &str) -> String {
 /// The known name nearest to a misspelt one, if it is near enough to be a typo.
 fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
     known.iter().map(|k| (strsim::levenshtein(name, k), *k)).filter(|(d, _)| *d <= 3).min().map(|(_, k)| k)
+}
+
+/// The machine's name, for a replica not named in the config.
+fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty() && h.len() <= 64)
+        .unwrap_or_else(|| "replica".into())
 }
 
 #[cfg(test)]

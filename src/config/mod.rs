@@ -63,6 +63,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// The operators' Telegram bot; off when left out.
     pub telegram: Option<TelegramConfig>,
+    /// Replicas sharing their state through Redis; each process alone when left out.
+    pub shared_state: Option<SharedStateConfig>,
     pub keys: Vec<KeyConfig>,
     pub sources: Vec<SourceConfig>,
     /// Aliases with a processing mode.
@@ -149,6 +151,50 @@ fn default_poll_timeout() -> u64 {
 
 fn default_alert_check() -> u64 {
     5
+}
+
+/// `shared_state:` — replicas share cooldowns, probes, rpm, quotas, affinity and runtime
+/// edits through Redis. Written as a URL alone or as a block.
+#[derive(Debug, Clone)]
+pub struct SharedStateConfig {
+    /// `redis://[user:password@]host:port/db` or `rediss://` (TLS).
+    pub url: Secret,
+    /// This process's name among the replicas (log rows, events); the host name by default.
+    pub replica: String,
+    /// How often a replica sends its changes and reads the others' counters.
+    pub sync: Duration,
+    /// Whether requests that spend a quota are served while Redis is unreachable.
+    pub quotas_when_down: FailMode,
+    /// Put before every Redis name, so several gateways can share one Redis.
+    pub prefix: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailMode {
+    /// Served, counted locally (a quota may be overrun by what other replicas spend meanwhile).
+    #[default]
+    Open,
+    /// Refused with 503 until Redis answers again.
+    Closed,
+}
+
+/// `shared_state:` as written.
+#[derive(Debug)]
+pub(crate) enum SharedStateWritten {
+    Url(Secret),
+    Block(SharedStateBlock),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SharedStateBlock {
+    pub url: Secret,
+    pub replica: Option<String>,
+    pub sync_ms: Option<u64>,
+    #[serde(default)]
+    pub quotas_when_down: FailMode,
+    pub prefix: Option<String>,
 }
 
 /// `telemetry:` — spans exported to an OpenTelemetry collector over OTLP/HTTP.

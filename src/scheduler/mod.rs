@@ -160,6 +160,31 @@ struct Inner {
     key_reserved: HashMap<KeyName, u64>,
     rpm: HashMap<SourceName, rpm::RpmWindow>,
     binds_since_prune: u32,
+    /// The other replicas' part of each quota window and rpm minute (`shared_state`), as the
+    /// last sync read it; zero without replicas.
+    others: Others,
+}
+
+#[derive(Default)]
+struct Others {
+    usage: HashMap<QuotaKey, Usage>,
+    key_usage: HashMap<(KeyName, Period), Usage>,
+    rpm: HashMap<SourceName, u32>,
+}
+
+impl Inner {
+    /// Tokens a slot used in `period`'s current window, by every replica.
+    fn slot_used(&self, quota: &QuotaKey, now: UnixMs) -> u64 {
+        let own = self.usage.get(quota).map_or(0, |u| u.used(quota.period, now));
+        own.saturating_add(self.others.usage.get(quota).map_or(0, |u| u.used(quota.period, now)))
+    }
+
+    /// Tokens a gateway key used in `period`'s current window, by every replica.
+    fn key_used(&self, key: &KeyName, period: Period, now: UnixMs) -> u64 {
+        let id = (key.clone(), period);
+        let own = self.key_usage.get(&id).map_or(0, |u| u.used(period, now));
+        own.saturating_add(self.others.key_usage.get(&id).map_or(0, |u| u.used(period, now)))
+    }
 }
 
 pub struct Scheduler {
@@ -244,8 +269,7 @@ impl Scheduler {
                 continue;
             }
             if let Some(quota) = p.quota {
-                let used = inner.usage.get(&QuotaKey { slot: key.clone(), period: quota.period });
-                let used = used.map_or(0, |u| u.used(quota.period, now));
+                let used = inner.slot_used(&QuotaKey { slot: key.clone(), period: quota.period }, now);
                 if used >= quota.tokens {
                     let resets = quota.period.window(now).1;
                     skipped.push(Skipped {
@@ -333,8 +357,9 @@ impl Scheduler {
     pub fn take_rpm(&self, source: &SourceName, limit: u32) -> Result<(), Option<UnixMs>> {
         let now = self.clock.now();
         let mut inner = self.lock();
+        let others = inner.others.rpm.get(source).copied().unwrap_or(0);
         let window = inner.rpm.entry(source.clone()).or_default();
-        if window.try_take(now, limit) { Ok(()) } else { Err(window.free_at()) }
+        if window.try_take(now, limit.saturating_sub(others)) { Ok(()) } else { Err(window.free_at()) }
     }
 
     /// A served attempt: clears the slot's cooldown and feeds its score.
@@ -404,7 +429,7 @@ impl Scheduler {
     /// Tokens gateway key `key` has used in the current `period` window.
     pub fn key_used(&self, key: &KeyName, period: Period) -> u64 {
         let now = self.clock.now();
-        self.lock().key_usage.get(&(key.clone(), period)).map_or(0, |u| u.used(period, now))
+        self.lock().key_used(key, period, now)
     }
 
     /// Admits another call for `key` when its used tokens plus those its calls in flight set
@@ -413,7 +438,7 @@ impl Scheduler {
     pub fn reserve_key(&self, key: &KeyName, quota: Quota, tokens: u64) -> Result<(), KeySpent> {
         let now = self.clock.now();
         let mut inner = self.lock();
-        let used = inner.key_usage.get(&(key.clone(), quota.period)).map_or(0, |u| u.used(quota.period, now));
+        let used = inner.key_used(key, quota.period, now);
         let reserved = inner.key_reserved.entry(key.clone()).or_default();
         if used.saturating_add(*reserved) >= quota.tokens {
             return Err(KeySpent { used, reserved: *reserved });
@@ -451,8 +476,7 @@ impl Scheduler {
     /// Tokens `key` has used in `quota`'s current window.
     pub fn quota_used(&self, key: &SlotKey, period: Period) -> u64 {
         let now = self.clock.now();
-        let inner = self.lock();
-        inner.usage.get(&QuotaKey { slot: key.clone(), period }).map_or(0, |u| u.used(period, now))
+        self.lock().slot_used(&QuotaKey { slot: key.clone(), period }, now)
     }
 
     /// A snapshot of every slot with a cooldown record.
@@ -506,6 +530,43 @@ impl Scheduler {
         let count = reset.len();
         self.keep(inner, reset.into_iter().map(|key| StateChange::Stats(key, None)).collect());
         count
+    }
+
+    /// The other replicas' tokens in a slot's quota window (`shared_state`).
+    pub fn set_shared_usage(&self, slot: &SlotKey, period: Period, others: Usage) {
+        self.lock().others.usage.insert(QuotaKey { slot: slot.clone(), period }, others);
+    }
+
+    /// The other replicas' tokens in a gateway key's quota window (`shared_state`).
+    pub fn set_shared_key_usage(&self, key: &KeyName, period: Period, others: Usage) {
+        self.lock().others.key_usage.insert((key.clone(), period), others);
+    }
+
+    /// Requests the other replicas started on `source` in the last minute (`shared_state`).
+    pub fn set_rpm_others(&self, source: &SourceName, others: u32) {
+        self.lock().others.rpm.insert(source.clone(), others);
+    }
+
+    /// A slot's health as another replica recorded it (`None`: healed there). This replica's
+    /// own probes in flight stay counted; nothing is persisted or sent on.
+    pub fn adopt_health(&self, slot: &SlotKey, health: Option<SlotHealth>) {
+        let mut inner = self.lock();
+        match health {
+            Some(mut health) => {
+                health.probes_in_flight = inner.health.get(slot).map_or(0, |h| h.probes_in_flight);
+                inner.health.insert(slot.clone(), health);
+            }
+            None => {
+                inner.health.remove(slot);
+            }
+        }
+    }
+
+    /// A conversation another replica bound to a slot.
+    pub fn adopt_binding(&self, fingerprint: String, slot: SlotKey, at: UnixMs) {
+        if self.policy.affinity.enabled {
+            self.lock().affinity.bind(fingerprint, slot, at);
+        }
     }
 
     /// Waits until every change so far is on disk.

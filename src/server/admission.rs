@@ -31,6 +31,17 @@ impl Drop for Reservation {
 /// whose quota is spent (counting what its calls in flight set aside) gets 429.
 pub fn admit(gw: &Arc<Gateway>, key: &KeyEntry, unified: &str, prompt_estimate: u64) -> Result<Reservation, ApiError> {
     let Some(quota) = key.quota else { return Ok(Reservation { held: None }) };
+    if gw.shared.as_ref().is_some_and(|s| s.quotas_refused()) {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorType::Api,
+            format!(
+                "key `{}` has a token quota, and the replicas' shared state is unreachable: quotas are not spent blind (shared_state.quotas_when_down: closed)",
+                key.name
+            ),
+        )
+        .code("shared_state_unreachable"));
+    }
     let tokens = prompt_estimate.saturating_add(completion_reserve(unified));
     match gw.scheduler.reserve_key(&key.name, quota, tokens) {
         Ok(()) => Ok(Reservation { held: Some((gw.clone(), key.name.clone(), tokens)) }),

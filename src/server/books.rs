@@ -84,6 +84,7 @@ impl LogContext {
             total_ms: started.elapsed().as_millis() as u64,
             stream: self.stream,
             fusion_id: self.fusion_id.clone(),
+            replica: gw.shared.as_ref().map(|s| s.replica().to_string()),
             ..LogRow::default()
         }
     }

@@ -84,6 +84,8 @@ pub struct Gateway {
     pub notices: Notices,
     /// The models each `detect_models` source's upstream listed last.
     detected: std::sync::Mutex<detect::Detected>,
+    /// The other replicas, through Redis (`shared_state`).
+    pub shared: Option<Arc<crate::shared::Shared>>,
 }
 
 impl Gateway {
@@ -92,6 +94,7 @@ impl Gateway {
         plugins: PluginHost,
         scheduler: Scheduler,
         state: Arc<StateStore>,
+        shared: Option<Arc<crate::shared::Shared>>,
     ) -> anyhow::Result<Gateway> {
         let LoadedConfig { base, runtime: file, effective: config } = loaded;
         let metrics = metrics::Metrics::new(plugins.call_durations());
@@ -109,6 +112,7 @@ impl Gateway {
             edits: tokio::sync::Mutex::new(()),
             notices: Notices::default(),
             detected: Default::default(),
+            shared,
         })
     }
 
@@ -136,8 +140,40 @@ impl Gateway {
         })?;
         write_runtime_file(&self.base.runtime_file, &file)
             .map_err(|e| internal(format!("cannot write {}: {e}", self.base.runtime_file.display())))?;
+        if let Some(shared) = &self.shared {
+            shared.publish_runtime(runtime_yaml(&file));
+        }
         self.install(&current, config, file)?;
         Ok(out)
+    }
+
+    /// A runtime file another replica made (`shared_state`): checked as an admin edit is,
+    /// written and put in use; not sent on again.
+    pub async fn adopt_runtime(&self, yaml: &str) -> Result<(), String> {
+        let file: RuntimeFile = serde_yaml::from_str(yaml).map_err(|e| format!("not a runtime file: {e}"))?;
+        let _one_at_a_time = self.edits.lock().await;
+        let current = self.runtime();
+        if runtime_yaml(&current.file) == runtime_yaml(&file) {
+            return Ok(());
+        }
+        let names = self.plugins.names();
+        let names: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+        let config = crate::config::with_runtime(&self.base, &file, &names).map_err(|errors| {
+            errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect::<Vec<_>>().join("; ")
+        })?;
+        write_runtime_file(&self.base.runtime_file, &file)
+            .map_err(|e| format!("cannot write {}: {e}", self.base.runtime_file.display()))?;
+        self.install(&current, config, file).map_err(|e| e.message.to_string())
+    }
+
+    /// Starts exchanging state with the other replicas (`shared_state`); serving only, so
+    /// `check` stays offline.
+    pub fn start_shared(self: &Arc<Self>) {
+        if let Some(shared) = &self.shared {
+            let me: Arc<dyn crate::shared::Replica> = self.clone();
+            shared.start(Arc::downgrade(&me));
+            tracing::info!(replica = %crate::logsafe::Escaped(shared.replica()), "sharing state with the other replicas through Redis");
+        }
     }
 
     /// Swaps in a runtime for `config` (the detected models added) and `file`.
@@ -197,6 +233,57 @@ impl Gateway {
 
 fn internal(message: String) -> ApiError {
     ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, ErrorType::Api, message)
+}
+
+/// A runtime file as the replicas exchange it.
+fn runtime_yaml(file: &RuntimeFile) -> String {
+    serde_yaml::to_string(file).unwrap_or_default()
+}
+
+impl crate::shared::Replica for Gateway {
+    fn scheduler(&self) -> &Scheduler {
+        &self.scheduler
+    }
+
+    fn watched(&self) -> crate::shared::Watched {
+        let runtime = self.runtime();
+        let config = &runtime.config;
+        let mut watched = crate::shared::Watched::default();
+        for source in &config.sources {
+            if source.rpm.is_some() {
+                watched.rpm.push(source.name.clone());
+            }
+            for model in &source.models {
+                let slot = crate::domain::SlotKey { source: source.name.clone(), model: model.name.clone() };
+                for period in crate::router::quota_periods(config, &slot) {
+                    watched.slots.push((slot.clone(), period));
+                }
+            }
+        }
+        let keys = config.keys.iter().cloned().chain(config.runtime_keys.iter().map(|k| k.as_key_config()));
+        watched.keys = keys.filter_map(|k| k.quota().map(|q| (k.name.clone(), q.period))).collect();
+        watched
+    }
+
+    fn runtime_yaml(&self) -> String {
+        runtime_yaml(&self.runtime().file)
+    }
+
+    fn adopt_runtime(&self, yaml: String) -> futures::future::BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move { Gateway::adopt_runtime(self, &yaml).await })
+    }
+
+    fn install_adapter(&self, name: String, bytes: Vec<u8>) -> futures::future::BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            let name = admin::adapters::checked_name(&name).map_err(|e| e.message.to_string())?;
+            admin::adapters::install(self, &name, &bytes).await.map(|_| ()).map_err(|e| e.message.to_string())
+        })
+    }
+
+    fn remove_adapter(&self, name: &str) -> Result<(), String> {
+        let name = admin::adapters::checked_name(name).map_err(|e| e.message.to_string())?;
+        admin::adapters::remove(self, &name).map_err(|e| e.message.to_string())
+    }
 }
 
 /// Writes the runtime file whole: a temporary file beside it, synced, then renamed over it, so

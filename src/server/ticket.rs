@@ -37,6 +37,8 @@ pub struct Ticket<'a> {
     slot: &'a SlotKey,
     probe: bool,
     permit: Option<SourcePermit>,
+    /// Holds the replicas' one probe claim for the slot (`shared_state`).
+    claimed: bool,
 }
 
 impl<'a> Ticket<'a> {
@@ -53,11 +55,21 @@ impl<'a> Ticket<'a> {
             return Err(NotNow::ProbesTaken);
         }
         // From here the probe place is held: dropping the ticket gives it back.
-        let mut ticket = Ticket { gw, slot, probe: candidate.probe, permit: None };
-        if let Some(rpm) = source.rpm
-            && gw.scheduler.take_rpm(&source.name, rpm).is_err()
-        {
-            return Err(NotNow::Rpm(rpm));
+        let mut ticket = Ticket { gw, slot, probe: candidate.probe, permit: None, claimed: false };
+        // With replicas, one probe across all of them.
+        if let Some(shared) = gw.shared.as_ref().filter(|_| candidate.probe) {
+            if !shared.claim_probe(slot, source.timeout()).await {
+                return Err(NotNow::ProbesTaken);
+            }
+            ticket.claimed = true;
+        }
+        if let Some(rpm) = source.rpm {
+            if gw.scheduler.take_rpm(&source.name, rpm).is_err() {
+                return Err(NotNow::Rpm(rpm));
+            }
+            if let Some(shared) = &gw.shared {
+                shared.rpm_taken(&source.name, gw.scheduler.now());
+            }
         }
         ticket.permit = Some(provider.admit(source).await.ok_or(NotNow::Busy(source.max_concurrent))?);
         Ok(ticket)
@@ -86,6 +98,10 @@ impl Drop for Ticket<'_> {
     fn drop(&mut self) {
         if self.probe {
             self.gw.scheduler.release_probe(self.slot);
+        }
+        // Whatever the verdict, the probe is over: the slot's new health reaches the others.
+        if let (true, Some(shared)) = (self.claimed, &self.gw.shared) {
+            shared.release_probe(self.slot);
         }
     }
 }

@@ -42,6 +42,7 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     }
     conn.execute_batch(TABLE)?;
     super::add_column(conn, "request_logs", "usage_estimated", "INTEGER NOT NULL DEFAULT 0")?;
+    super::add_column(conn, "request_logs", "replica", "TEXT")?;
     conn.execute_batch(INDEXES)
 }
 
@@ -75,14 +76,17 @@ pub struct LogRow {
     /// hung up before it came).
     #[serde(default)]
     pub usage_estimated: bool,
+    /// The replica that served it (`shared_state.replica`); none for a gateway on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
 }
 
 pub fn insert(conn: &Connection, r: &LogRow) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO request_logs (at_ms, request_id, key, route, mode, source, model, status, error, message,
              first_byte_ms, total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id,
-             usage_estimated)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+             usage_estimated, replica)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
     )?
     .execute(params![
         r.at_ms as i64,
@@ -103,7 +107,8 @@ pub fn insert(conn: &Connection, r: &LogRow) -> rusqlite::Result<()> {
         r.stream,
         r.affinity_hit,
         r.fusion_id,
-        r.usage_estimated
+        r.usage_estimated,
+        r.replica
     ])?;
     Ok(())
 }
@@ -122,6 +127,7 @@ pub struct LogQuery {
     pub errors: Option<bool>,
     pub request_id: Option<String>,
     pub fusion_id: Option<String>,
+    pub replica: Option<String>,
     pub since_ms: Option<u64>,
     pub until_ms: Option<u64>,
     pub limit: Option<u32>,
@@ -155,6 +161,7 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
     text("model = ?", &q.model, &mut clauses);
     text("request_id = ?", &q.request_id, &mut clauses);
     text("fusion_id = ?", &q.fusion_id, &mut clauses);
+    text("replica = ?", &q.replica, &mut clauses);
     if let Some(status) = q.status {
         clauses.push("status = ?");
         args.push(Box::new(status));
@@ -180,7 +187,7 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
     let offset = q.offset.unwrap_or(0);
     let sql = format!(
         "SELECT id, at_ms, request_id, key, route, mode, source, model, status, error, message, first_byte_ms,
-             total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id, usage_estimated
+             total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id, usage_estimated, replica
          FROM request_logs{filter} ORDER BY id DESC LIMIT {limit} OFFSET {offset}"
     );
     let mut stmt = conn.prepare(&sql)?;
@@ -208,6 +215,7 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
                 affinity_hit: r.get(17)?,
                 fusion_id: r.get(18)?,
                 usage_estimated: r.get(19)?,
+                replica: r.get(20)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;

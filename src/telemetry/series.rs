@@ -42,7 +42,8 @@ impl<V> SeriesCache<V> {
     }
 
     /// How many label sets it holds.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.map.load().values().map(Vec::len).sum()
     }
 }

@@ -19,6 +19,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("router", &["domain", "config"]),
     ("scheduler", &["domain", "config", "router", "provider", "plugin"]),
     ("state", &["domain", "config", "scheduler", "private_fs"]),
+    ("shared", &["domain", "config", "scheduler", "logsafe"]),
     (
         "server",
         &[
@@ -33,11 +34,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "logsafe",
             "private_fs",
             "telemetry",
+            "shared",
         ],
     ),
     ("authoring", &["domain", "config", "plugin", "provider"]),
     ("telegram", &["domain", "config", "server"]),
-    ("startup", &["domain", "config", "plugin", "scheduler", "server", "state", "private_fs"]),
+    ("startup", &["domain", "config", "plugin", "scheduler", "server", "shared", "state", "private_fs"]),
 ];
 
 /// Top-level module → the top-level modules its files name through `crate::`.

@@ -29,6 +29,7 @@ mod ollama_upstream;
 mod openai_client;
 mod passthrough;
 mod plugin_host;
+mod replicas;
 mod responses;
 mod routing;
 mod sandbox;

@@ -48,7 +48,7 @@ pub async fn list(State(gw): State<Arc<Gateway>>) -> Json<Value> {
     Json(json!({"adapters": adapters}))
 }
 
-fn checked_name(name: &str) -> Result<AdapterName, ApiError> {
+pub(crate) fn checked_name(name: &str) -> Result<AdapterName, ApiError> {
     let ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if ok {
         Ok(AdapterName::new(name))
@@ -64,19 +64,30 @@ pub async fn upload(
     bytes: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let name = checked_name(&name)?;
+    let (adapter, replaced) = install(&gw, &name, &bytes).await?;
+    if let Some(shared) = &gw.shared {
+        shared.publish_adapter(name.as_str(), bytes);
+    }
+    let status = if replaced { StatusCode::OK } else { StatusCode::CREATED };
+    Ok((status, Json(adapter_json(&gw, &adapter))))
+}
+
+/// Checks an uploaded adapter (a component or a Lua script), writes it to `adapter_dir` and
+/// puts it in use; true when it replaced one. Shared by uploads and other replicas' uploads.
+pub async fn install(gw: &Gateway, name: &AdapterName, bytes: &[u8]) -> Result<(Arc<Adapter>, bool), ApiError> {
     let dir = &gw.base.adapter_dir;
     // A component starts with the wasm magic; anything else must be a Lua script (UTF-8).
     let (file, checked) = if bytes.starts_with(b"\0asm") {
         let file = dir.join(format!("{name}.wasm"));
-        let checked = gw.plugins.check(&name, AdapterOrigin::File(file.clone()), &bytes).await;
+        let checked = gw.plugins.check(name, AdapterOrigin::File(file.clone()), bytes).await;
         (file, checked)
     } else {
-        let script = std::str::from_utf8(&bytes).map_err(|_| {
+        let script = std::str::from_utf8(bytes).map_err(|_| {
             ApiError::invalid_request("the body is neither a WebAssembly component nor a UTF-8 Lua script")
                 .code("invalid_adapter")
         })?;
         let file = dir.join(format!("{name}.lua"));
-        let checked = gw.plugins.check_lua(&name, AdapterOrigin::File(file.clone()), script).await;
+        let checked = gw.plugins.check_lua(name, AdapterOrigin::File(file.clone()), script).await;
         (file, checked)
     };
     let adapter = checked.map_err(|e| {
@@ -85,16 +96,15 @@ pub async fn upload(
     crate::private_fs::create_dir(dir)
         .and_then(|()| {
             let tmp = file.with_extension(format!("tmp-{}", std::process::id()));
-            crate::private_fs::write(&tmp, &bytes)?;
+            crate::private_fs::write(&tmp, bytes)?;
             std::fs::rename(&tmp, &file)
         })
         .map_err(|e| internal(format!("cannot write {}: {e}", file.display())))?;
-    let replaced = gw.plugins.adapter(&name).is_some();
+    let replaced = gw.plugins.adapter(name).is_some();
     gw.plugins.put(adapter.clone());
     gw.plugins.size_pools(&gw.runtime().config);
-    tracing::info!(adapter = %name, replaced, bytes = bytes.len(), "admin installed an adapter");
-    let status = if replaced { StatusCode::OK } else { StatusCode::CREATED };
-    Ok((status, Json(adapter_json(&gw, &adapter))))
+    tracing::info!(adapter = %name, replaced, bytes = bytes.len(), "installed an adapter");
+    Ok((adapter, replaced))
 }
 
 /// `GET /admin/api/adapters/{name}/source`: a Lua adapter's script, as text.
@@ -112,21 +122,30 @@ pub async fn source(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) ->
 /// `DELETE /admin/api/adapters/{name}`: an uploaded adapter; a built-in it overrode comes back.
 pub async fn delete(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
     let name = checked_name(&name)?;
-    let adapter = gw.plugins.adapter(&name).ok_or_else(|| not_found("adapter", name.as_str()))?;
+    remove(&gw, &name)?;
+    if let Some(shared) = &gw.shared {
+        shared.publish_adapter_removed(name.as_str());
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes an uploaded adapter unless a source still uses it (a built-in it overrode comes back).
+pub fn remove(gw: &Gateway, name: &AdapterName) -> Result<(), ApiError> {
+    let adapter = gw.plugins.adapter(name).ok_or_else(|| not_found("adapter", name.as_str()))?;
     let AdapterOrigin::File(file) = adapter.origin().clone() else {
         return Err(ApiError::invalid_request(format!("`{name}` is built in; only uploaded adapters can be deleted")));
     };
     let builtin = crate::plugin::BUILTIN_ADAPTERS.iter().any(|(n, _)| *n == name.as_str());
     let users: Vec<String> =
-        gw.runtime().config.sources.iter().filter(|s| s.adapter == name).map(|s| s.name.to_string()).collect();
+        gw.runtime().config.sources.iter().filter(|s| s.adapter == *name).map(|s| s.name.to_string()).collect();
     if !builtin && !users.is_empty() {
         return Err(conflict(format!("adapter `{name}` is used by {}: change their adapter first", users.join(", "))));
     }
     std::fs::remove_file(&file)
         .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
         .map_err(|e| internal(format!("cannot delete {}: {e}", file.display())))?;
-    gw.plugins.remove(&name);
+    gw.plugins.remove(name);
     gw.plugins.size_pools(&gw.runtime().config);
-    tracing::info!(adapter = %name, "admin deleted an adapter");
-    Ok(StatusCode::NO_CONTENT)
+    tracing::info!(adapter = %name, "deleted an adapter");
+    Ok(())
 }

@@ -63,7 +63,7 @@ pub async fn health(State(gw): State<Arc<Gateway>>) -> Result<Json<Value>, ApiEr
             }));
         }
     }
-    Ok(Json(json!({"now_ms": now.0, "slots": slots})))
+    Ok(Json(json!({"now_ms": now.0, "replica": replica(&gw), "slots": slots})))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -134,7 +134,12 @@ pub async fn stats(State(gw): State<Arc<Gateway>>, RawQuery(query): RawQuery) ->
         .await
         .map_err(|e| internal(e.to_string()))?
         .map_err(|e| internal(e.to_string()))?;
-    Ok(Json(json!({"since_ms": since, "sources": rows})))
+    Ok(Json(json!({"since_ms": since, "replica": replica(&gw), "sources": rows})))
+}
+
+/// Which replica answers, and how its link to the others stands (`null` on its own).
+fn replica(gw: &Gateway) -> Value {
+    gw.shared.as_ref().map_or(Value::Null, |shared| serde_json::to_value(shared.status()).expect("status serialises"))
 }
 
 #[derive(Debug, Default, Deserialize)]

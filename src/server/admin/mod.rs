@@ -2,7 +2,7 @@
 //! `Authorization: Bearer` or `X-Admin-Token`, checked once for every path. Off (404) without
 //! `admin_token`. Every change goes through `Gateway::edit`: validated, persisted, swapped in.
 
-mod adapters;
+pub(crate) mod adapters;
 mod chains;
 mod health;
 mod keys;

@@ -24,9 +24,14 @@ pub struct Binary {
 impl Binary {
     /// Starts it on a config of `tester` and `rest` in `dir`; returns once it listens.
     pub fn start(dir: &Path, rest: &str) -> Binary {
+        Binary::start_with_keys(dir, &format!("  - {{name: tester, key: {KEY}, models: ['*']}}\n"), rest)
+    }
+
+    /// Starts it with `keys` (the lines of the `keys:` list) and `rest` in `dir`.
+    pub fn start_with_keys(dir: &Path, keys: &str, rest: &str) -> Binary {
         let config = dir.join("config.yaml");
         let yaml = format!(
-            "listen: 127.0.0.1:0\ndata_dir: {data}\ncache_dir: {cache}\nkeys:\n  - {{name: tester, key: {KEY}, models: ['*']}}\n{rest}",
+            "listen: 127.0.0.1:0\ndata_dir: {data}\ncache_dir: {cache}\nkeys:\n{keys}{rest}",
             data = dir.display(),
             cache = shared_cache().display()
         );

@@ -58,6 +58,7 @@ impl TestGateway {
         let config = switchyard::startup::load_config(&file).unwrap_or_else(|e| panic!("{e}"));
         let listen = config.base.listen;
         let (gateway, report) = switchyard::startup::build_with_clock(config, clock).await.unwrap();
+        gateway.start_shared();
         gateway.detect_at_start().await;
         let (tx, rx) = oneshot::channel::<()>();
         let (addr, _handle) = switchyard::server::serve(gateway.clone(), listen, async {

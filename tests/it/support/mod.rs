@@ -4,6 +4,7 @@ pub mod binary;
 pub mod faulty;
 pub mod gateway;
 pub mod mock;
+pub mod redis;
 
 pub use gateway::{KEY, TestGateway, chat_body, config_with, guest_wasm};
 pub use mock::MockUpstream;
