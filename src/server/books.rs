@@ -71,6 +71,21 @@ pub struct LogContext {
 }
 
 impl LogContext {
+    /// The context of `call` on `key`'s behalf, through `route` when it named one.
+    pub fn of(call: &super::call::Call<'_>, key: &super::auth::KeyEntry, route: Option<String>, mode: LogMode) -> Self {
+        LogContext {
+            request_id: call.request_id.to_string(),
+            requested_model: call.model.to_string(),
+            operation: call.kind.operation_name(),
+            key: key.name.clone(),
+            key_period: key.quota.map(|q| q.period),
+            route,
+            mode,
+            fusion_id: call.fusion_id.map(str::to_string),
+            stream: call.stream,
+        }
+    }
+
     /// A row for an attempt at `slot` that started at `started`.
     pub fn row(&self, gw: &Gateway, slot: &SlotKey, started: Instant) -> LogRow {
         LogRow {

@@ -3,9 +3,10 @@
 
 use std::net::IpAddr;
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 
 use super::Runtime;
+use super::error::{ApiError, ErrorType};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
@@ -81,4 +82,24 @@ pub struct Call<'a> {
     /// Why the request has no unified form (a block the gateway cannot translate): only
     /// adapters that take `native` may serve it, and `unified` is the client's body then.
     pub unified_error: Option<&'a str>,
+}
+
+/// Route calls deeper than this (a vision route whose vision route is...) are refused.
+const MAX_DEPTH: u8 = 3;
+
+impl Call<'_> {
+    /// Refuses a route call nested past `MAX_DEPTH` (a loop of aliases).
+    pub fn check_depth(&self) -> Result<(), ApiError> {
+        if self.depth <= MAX_DEPTH {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            StatusCode::LOOP_DETECTED,
+            ErrorType::InvalidRequest,
+            format!(
+                "route calls nest deeper than {MAX_DEPTH} at model \"{}\": check the vision_alias and judge_alias settings for a loop",
+                self.model
+            ),
+        ))
+    }
 }

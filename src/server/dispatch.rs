@@ -5,58 +5,32 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use futures::future::BoxFuture;
 use tracing::Instrument;
 
 use super::Gateway;
 use super::admission;
+use super::attempt;
 use super::auth::KeyEntry;
 use super::books::{Books, LogContext};
-use super::call::{Answer, Call, Reply};
+use super::call::{Call, Reply};
 use super::conversation::Conversation;
-use super::error::{ApiError, ErrorType};
+use super::error::ApiError;
 use super::modes;
 use super::report::Report;
 use super::scope::plan_candidates;
 use super::ticket::Ticket;
-use crate::config::{ModelKind, RouteMode};
-use crate::plugin::Operation;
-use crate::provider::{AttemptError, ChunkStream, Completion, StreamEnd, Tally, Target};
+use crate::config::RouteMode;
+use crate::provider::{AttemptError, Target};
 use crate::router::{self, Planned};
 use crate::scheduler::{self, Candidate, Failure, SlotKey, Timing, UnixMs, Verdict};
-
-/// Names the source that answered (the WebUI's playground shows it).
-pub const SOURCE_HEADER: &str = "x-switchyard-source";
-
-/// Route calls deeper than this (a vision route whose vision route is...) are refused.
-const MAX_DEPTH: u8 = 3;
 
 /// Resolves, applies the route's mode, and serves. Boxed: modes call back into it.
 pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> BoxFuture<'a, Result<Reply, ApiError>> {
     Box::pin(async move {
-        if call.depth > MAX_DEPTH {
-            return Err(ApiError::new(
-                StatusCode::LOOP_DETECTED,
-                ErrorType::InvalidRequest,
-                format!(
-                    "route calls nest deeper than {MAX_DEPTH} at model \"{}\": check the vision_alias and judge_alias settings for a loop",
-                    call.model
-                ),
-            ));
-        }
+        call.check_depth()?;
         let (route, candidates, mode) = plan_candidates(key, &call)?;
-        let log = LogContext {
-            request_id: call.request_id.to_string(),
-            requested_model: call.model.to_string(),
-            operation: call.kind.operation_name(),
-            key: key.name.clone(),
-            key_period: key.quota.map(|q| q.period),
-            route: route.map(|r| r.alias.clone()),
-            mode,
-            fusion_id: call.fusion_id.map(str::to_string),
-            stream: call.stream,
-        };
+        let log = LogContext::of(&call, key, route.map(|r| r.alias.clone()), mode);
         if let (Some(why), Some(RouteMode::Vision(_) | RouteMode::Fusion(_))) =
             (call.unified_error, route.map(|r| &r.mode))
         {
@@ -106,23 +80,11 @@ async fn serve(
     candidates: Vec<Planned<'_>>,
     log: LogContext,
 ) -> Result<Reply, ApiError> {
-    let operation = match call.kind {
-        ModelKind::Chat => Operation::Chat,
-        ModelKind::Embedding => Operation::Embedding,
-        ModelKind::Image => Operation::Image,
-    };
+    let operation = attempt::operation(call.kind);
     // Every call counts against the key, the ones the gateway makes on its behalf too.
     let prompt_estimate = crate::provider::prompt_estimate(call.unified);
     let mut reservation = Some(admission::admit(gw, key, call.unified, prompt_estimate)?);
-    // A request with no unified form goes only to adapters that take it as sent.
-    if let (Some(why), Some(native)) = (call.unified_error, call.native) {
-        let takes_it = |p: &Planned<'_>| {
-            gw.plugins.adapter(&p.resolved.source.adapter).is_some_and(|a| a.native_headers(native.protocol).is_some())
-        };
-        if !candidates.iter().any(takes_it) {
-            return Err(ApiError::invalid_request(why.to_string()));
-        }
-    }
+    attempt::some_adapter_takes(gw, call, &candidates)?;
     let conversation = Conversation::of(&key.name, call, gw.scheduler.policy().affinity.enabled);
     let plan = gw.scheduler.plan(candidates, call.model, conversation.query.as_deref());
     if plan.affinity_hit {
@@ -135,22 +97,13 @@ async fn serve(
         let slot = SlotKey::of(&candidate.resolved);
         let source = candidate.resolved.source;
         let Some(adapter) = gw.plugins.adapter(&source.adapter) else { continue };
-        if !source.enabled {
-            report.note(&candidate, "disabled by an operator".into());
-            continue;
-        }
-        if untranslatable.contains(adapter.name()) {
-            report.note(&candidate, format!("adapter `{}` could not translate this request", adapter.name()));
-            continue;
-        }
-        let native = call.native.and_then(|n| adapter.native_headers(n.protocol).map(|names| n.for_adapter(names)));
-        if let (None, Some(why)) = (&native, call.unified_error) {
-            report.note(
-                &candidate,
-                format!("adapter `{}` takes only translated requests, and this one cannot be: {why}", adapter.name()),
-            );
-            continue;
-        }
+        let native = match attempt::fit(call, source, &adapter, &untranslatable) {
+            Ok(native) => native,
+            Err(why) => {
+                report.note(&candidate, why);
+                continue;
+            }
+        };
         let provider = &call.runtime.provider;
         let mut ticket = match Ticket::admit(gw, provider, &candidate, &slot).await {
             Ok(ticket) => ticket,
@@ -163,48 +116,16 @@ async fn serve(
             Target { source, model: candidate.resolved.model, adapter: &adapter, operation, native: native.as_ref() };
         let name = &source.name;
         tracing::debug!(source = %name, upstream = target.model.upstream_name(), probe = candidate.probe, "attempt");
-        // One span per attempt (exported as an OTLP span when traces are on; debug in the log).
-        let span = tracing::debug_span!(
-            "attempt",
-            otel.name = %format_args!("{} {}", call.kind.operation_name(), call.model),
-            gen_ai.operation.name = call.kind.operation_name(),
-            gen_ai.request.model = call.model,
-            gen_ai.response.model = target.model.upstream_name(),
-            gen_ai.provider.name = %adapter.metadata().protocol,
-            switchyard.source = %name,
-            switchyard.probe = candidate.probe,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
-            gen_ai.response.finish_reasons = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-            switchyard.failover_reason = tracing::field::Empty,
-        );
+        let span = attempt::span(call, &target, candidate.probe);
         let started = Instant::now();
-        let outcome = async {
-            if call.stream {
-                // Fail over until the first chunk is in hand: before it, the client has seen nothing.
-                match provider.stream(&target, call.unified).await {
-                    Ok(chunks) => {
-                        let head = started.elapsed();
-                        chunks.first_chunk().await.map(|c| (Done::Stream(c.holding(ticket.take_permit())), head))
-                    }
-                    Err(e) => Err(e),
-                }
-            } else {
-                provider.complete(&target, call.unified).await.map(|(body, head)| (Done::Whole(body), head))
-            }
-        }
-        .instrument(span.clone())
-        .await;
+        let outcome = attempt::call_upstream(provider, &target, call, &mut ticket).instrument(span.clone()).await;
         let elapsed = started.elapsed();
         match outcome {
-            Ok((answer, head)) => {
-                let timing = Timing {
+            Ok((done, head)) => {
+                ticket.succeeded(Timing {
                     connect_ms: head.as_secs_f64() * 1e3,
                     first_byte_ms: (elapsed - head).as_secs_f64() * 1e3,
-                };
-                ticket.succeeded(timing);
+                });
                 let ms = elapsed.as_millis() as u64;
                 tracing::debug!(source = %name, ms, probe = candidate.probe, after_failures = report.failures, "head answered");
                 gw.metrics.failed_over(call.model, report.failures);
@@ -221,22 +142,7 @@ async fn serve(
                     reservation.take().expect("one answer per request"),
                     span,
                 );
-                let mut headers = HeaderMap::new();
-                if let Ok(value) = HeaderValue::from_str(name.as_str()) {
-                    headers.insert(SOURCE_HEADER, value);
-                }
-                let answer = match answer {
-                    Done::Whole(completion) => {
-                        // Booked (journaled) before the answer leaves.
-                        books.close(StreamEnd::Complete(Tally::of_response(completion.unified())));
-                        match completion {
-                            Completion::Unified(body) => Answer::Complete(body),
-                            Completion::Native { body, .. } => Answer::Native(body),
-                        }
-                    }
-                    Done::Stream(chunks) => Answer::Stream(chunks.on_end(Box::new(move |end| books.close(end)))),
-                };
-                return Ok(Reply { answer, headers });
+                return Ok(attempt::reply(name, done, books));
             }
             // Out of the gateway's own instance capacity: busy, like a full source; nothing cools.
             Err(AttemptError::Sandbox(e)) if e.cause.is_capacity() => {
@@ -274,12 +180,6 @@ async fn serve(
         gw.notices.push(gw.scheduler.now(), call.model, &error.message);
     }
     Err(error)
-}
-
-/// What an attempt that served brought back, before its books are opened.
-enum Done {
-    Whole(Completion),
-    Stream(ChunkStream),
 }
 
 /// A quota error from an upstream rests the slot until its quota window ends (when it has one).

@@ -2,6 +2,7 @@
 
 mod admin;
 mod admission;
+mod attempt;
 mod auth;
 mod books;
 mod call;

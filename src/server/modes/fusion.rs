@@ -47,17 +47,7 @@ pub async fn fuse(
     let whole = Call { stream: false, unified: &whole_body, fusion_id: Some(&fusion_id), native: None, ..*call };
     let attempts = candidates.into_iter().map(|planned| {
         let provider = planned.resolved.qualified();
-        let log = LogContext {
-            request_id: call.request_id.to_string(),
-            requested_model: call.model.to_string(),
-            operation: call.kind.operation_name(),
-            key: key.name.clone(),
-            key_period: key.quota.map(|q| q.period),
-            route: Some(route.alias.clone()),
-            mode: LogMode::Fusion,
-            fusion_id: Some(fusion_id.clone()),
-            stream: false,
-        };
+        let log = LogContext::of(&whole, key, Some(route.alias.clone()), LogMode::Fusion);
         async move {
             let served = tokio::time::timeout(per_candidate, gw.serve(key, &whole, vec![planned], log)).await;
             let outcome = match served {
