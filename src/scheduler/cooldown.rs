@@ -44,7 +44,7 @@ impl Window {
     /// When the window admits probes: halfway through, or `probe_after` in if sooner (a
     /// window without an end too).
     pub fn probe_from(&self, probe_after: Duration) -> UnixMs {
-        let half = self.until.map_or(u64::MAX, |until| (until.0 - self.start.0) / 2);
+        let half = self.until.map_or(u64::MAX, |until| until.0.saturating_sub(self.start.0) / 2);
         let from = UnixMs(self.start.0.saturating_add(half.min(probe_after.as_millis() as u64)));
         self.no_probe_before.map_or(from, |t| from.max(t))
     }

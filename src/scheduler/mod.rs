@@ -564,9 +564,23 @@ impl Scheduler {
 
     /// A conversation another replica bound to a slot.
     pub fn adopt_binding(&self, fingerprint: String, slot: SlotKey, at: UnixMs) {
-        if self.policy.affinity.enabled {
-            self.lock().affinity.bind(fingerprint, slot, at);
+        if !self.policy.affinity.enabled {
+            return;
         }
+        let mut inner = self.lock();
+        inner.affinity.bind(fingerprint, slot, at);
+        // Counted like this replica's own, so a replica serving little still prunes them.
+        inner.binds_since_prune += 1;
+        if inner.binds_since_prune >= 1024 {
+            inner.binds_since_prune = 0;
+            inner.affinity.prune(self.clock.now(), self.policy.affinity.ttl());
+        }
+    }
+
+    /// Forgets what the other replicas started in the last minute: a count no longer
+    /// refreshed (Redis away) must not keep limiting this one.
+    pub fn forget_rpm_others(&self) {
+        self.lock().others.rpm.clear();
     }
 
     /// Waits until every change so far is on disk.

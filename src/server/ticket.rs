@@ -58,10 +58,12 @@ impl<'a> Ticket<'a> {
         let mut ticket = Ticket { gw, slot, probe: candidate.probe, permit: None, claimed: false };
         // With replicas, one probe across all of them.
         if let Some(shared) = gw.shared.as_ref().filter(|_| candidate.probe) {
+            // Marked before the claim is asked: a request cancelled while Redis answers still
+            // gives back a claim that landed (the release removes this process's claim only).
+            ticket.claimed = true;
             if !shared.claim_probe(slot, source.timeout()).await {
                 return Err(NotNow::ProbesTaken);
             }
-            ticket.claimed = true;
         }
         if let Some(rpm) = source.rpm {
             if gw.scheduler.take_rpm(&source.name, rpm).is_err() {

@@ -1,23 +1,25 @@
-//! This replica's part of each shared counter (tokens per quota window, requests per rpm
-//! second): what it added and has not sent yet, and what it sent. A total read back from Redis
-//! minus what this replica sent is the others' part, which its scheduler adds to its own.
+//! This replica's own part of each shared counter (tokens per quota window, requests per rpm
+//! second), as an absolute total. Each counter is a Redis hash with one field per replica, so
+//! sending a total again (a retried sync, a restart that seeds it from SQLite) never counts it
+//! twice, and the others' part is the sum of the other fields.
 
 use std::collections::HashMap;
 
 use crate::domain::UnixMs;
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Part {
-    pending: u64,
-    sent: u64,
+    total: u64,
+    /// Changed since it was last sent.
+    dirty: bool,
     expire_at: Option<UnixMs>,
 }
 
-/// One increment to send: the counter's name, the amount, when the counter may expire.
+/// One total to send: the counter's name, this replica's total, when the counter may expire.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Increment {
+pub struct Total {
     pub key: String,
-    pub by: u64,
+    pub total: u64,
     pub expire_at: Option<UnixMs>,
 }
 
@@ -27,49 +29,60 @@ pub struct Counters {
 }
 
 impl Counters {
-    /// Counts `by` more of this replica's into `key`, to be sent.
+    /// Counts `by` more of this replica's into `key`.
     pub fn add(&mut self, key: String, by: u64, expire_at: Option<UnixMs>) {
-        let part = self.parts.entry(key).or_default();
-        part.pending = part.pending.saturating_add(by);
+        let part = self.parts.entry(key).or_insert(Part { total: 0, dirty: true, expire_at });
+        part.total = part.total.saturating_add(by);
+        part.dirty = true;
         part.expire_at = expire_at;
     }
 
-    /// What this replica counted before it started (its own state file): already in Redis.
-    pub fn seed(&mut self, key: String, sent: u64, expire_at: Option<UnixMs>) {
-        let part = self.parts.entry(key).or_default();
-        part.sent = part.sent.max(sent);
+    /// This replica's total in `key` is `total` (a quota window's usage as its scheduler keeps it).
+    pub fn set(&mut self, key: String, total: u64, expire_at: Option<UnixMs>) {
+        let part = self.parts.entry(key).or_insert(Part { total, dirty: true, expire_at });
+        part.dirty |= part.total != total;
+        part.total = total;
         part.expire_at = expire_at;
     }
 
-    /// Every pending amount, now counted as sent; [`Counters::unsend`] puts them back when
+    /// Every changed total, now counted as sent; [`Counters::resend`] marks them again when
     /// sending failed.
-    pub fn take_pending(&mut self) -> Vec<Increment> {
+    pub fn take_dirty(&mut self) -> Vec<Total> {
         let mut out = Vec::new();
-        for (key, part) in self.parts.iter_mut().filter(|(_, p)| p.pending > 0) {
-            out.push(Increment { key: key.clone(), by: part.pending, expire_at: part.expire_at });
-            part.sent = part.sent.saturating_add(part.pending);
-            part.pending = 0;
+        for (key, part) in self.parts.iter_mut().filter(|(_, p)| p.dirty) {
+            out.push(Total { key: key.clone(), total: part.total, expire_at: part.expire_at });
+            part.dirty = false;
         }
         out
     }
 
-    pub fn unsend(&mut self, increments: Vec<Increment>) {
-        for inc in increments {
-            let part = self.parts.entry(inc.key).or_default();
-            part.sent = part.sent.saturating_sub(inc.by);
-            part.pending = part.pending.saturating_add(inc.by);
+    pub fn resend(&mut self, totals: &[Total]) {
+        for sent in totals {
+            if let Some(part) = self.parts.get_mut(&sent.key) {
+                part.dirty = true;
+            }
         }
     }
 
-    /// The other replicas' part of `total`, a value of `key` read after this replica's sends.
-    pub fn others(&self, key: &str, total: u64) -> u64 {
-        total.saturating_sub(self.parts.get(key).map_or(0, |p| p.sent))
+    /// Forgets counters past their expiry (their Redis hash expires then too).
+    pub fn prune(&mut self, now: UnixMs) {
+        self.parts.retain(|_, p| p.expire_at.is_none_or(|at| at > now));
     }
 
-    /// Forgets counters past their expiry.
-    pub fn prune(&mut self, now: UnixMs) {
-        self.parts.retain(|_, p| p.expire_at.is_none_or(|at| at > now) || p.pending > 0);
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.parts.len()
     }
+}
+
+/// The other replicas' part of a counter: every field of its hash but `me`'s, ignoring any
+/// value that is not a number.
+pub fn others(fields: &HashMap<String, String>, me: &str) -> u64 {
+    fields
+        .iter()
+        .filter(|(replica, _)| replica.as_str() != me)
+        .filter_map(|(_, total)| total.parse::<u64>().ok())
+        .fold(0u64, u64::saturating_add)
 }
 
 #[cfg(test)]
@@ -77,29 +90,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn others_are_the_total_less_what_this_replica_sent() {
+    fn totals_are_sent_when_changed_and_again_after_a_failed_send() {
         let mut c = Counters::default();
-        c.seed("k".into(), 100, None);
-        c.add("k".into(), 10, None);
-        assert_eq!(c.others("k", 150), 50, "unsent tokens are not in the total yet");
-        let sent = c.take_pending();
-        assert_eq!(sent, vec![Increment { key: "k".into(), by: 10, expire_at: None }]);
-        assert_eq!(c.others("k", 175), 65);
-        c.unsend(sent);
-        assert_eq!(c.others("k", 165), 65, "a failed send is pending again");
-        assert_eq!(c.take_pending().len(), 1);
-        assert!(c.take_pending().is_empty());
-        assert_eq!(c.others("unknown", 7), 7);
+        c.set("q".into(), 100, None);
+        c.add("r".into(), 1, None);
+        c.add("r".into(), 1, None);
+        let mut sent = c.take_dirty();
+        sent.sort_by(|a, b| a.key.cmp(&b.key));
+        assert_eq!(
+            sent,
+            vec![
+                Total { key: "q".into(), total: 100, expire_at: None },
+                Total { key: "r".into(), total: 2, expire_at: None }
+            ]
+        );
+        assert!(c.take_dirty().is_empty(), "nothing changed since");
+        c.set("q".into(), 100, None);
+        assert!(c.take_dirty().is_empty(), "the same total is not sent again");
+        c.set("q".into(), 130, None);
+        let sent = c.take_dirty();
+        c.resend(&sent);
+        assert_eq!(
+            c.take_dirty(),
+            vec![Total { key: "q".into(), total: 130, expire_at: None }],
+            "a failed send is retried whole"
+        );
     }
 
     #[test]
-    fn expired_counters_are_forgotten_unless_still_pending() {
+    fn expired_counters_are_forgotten_even_unsent() {
         let mut c = Counters::default();
         c.add("old".into(), 1, Some(UnixMs(10)));
-        c.seed("gone".into(), 5, Some(UnixMs(10)));
+        c.add("new".into(), 1, Some(UnixMs(30)));
         c.prune(UnixMs(20));
-        assert_eq!((c.others("gone", 5), c.take_pending().len()), (5, 1));
-        c.prune(UnixMs(20));
-        assert_eq!(c.others("old", 3), 3);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c.take_dirty()[0].key, "new");
+    }
+
+    #[test]
+    fn the_others_part_sums_every_other_replica_and_skips_junk() {
+        let fields: HashMap<String, String> = [("a", "10"), ("b", "32"), ("c", "junk"), ("d", "18446744073709551615")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(others(&fields, "a"), u64::MAX, "saturates");
+        let fields: HashMap<String, String> =
+            [("a", "10"), ("b", "32")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        assert_eq!(others(&fields, "a"), 32);
+        assert_eq!(others(&fields, "z"), 42);
     }
 }

@@ -19,7 +19,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::config::{FailMode, SharedStateConfig};
 use crate::domain::{KeyName, Period, SlotKey, SourceName, UnixMs};
-use crate::scheduler::{Loaded, Persist, QuotaKey, Scheduler, SlotHealth, StateChange, Usage};
+use crate::scheduler::{Loaded, Persist, Scheduler, SlotHealth, StateChange, Usage};
 use counters::Counters;
 use events::{Event, What};
 pub use keys::Keys;
@@ -33,6 +33,8 @@ const CLAIM_TIMEOUT: Duration = Duration::from_millis(250);
 const MAX_RUNTIME_BYTES: usize = 16 << 20;
 /// Most own changes carried from one sync to the next while Redis is away.
 const MAX_OUTBOX: usize = 10_000;
+/// How long a runtime file this replica refused waits before it is read again.
+const RUNTIME_RETRY: Duration = Duration::from_secs(2);
 /// Most cooldowns taken from Redis in one read.
 const MAX_SHARED_COOLDOWNS: usize = 100_000;
 /// Most uploaded adapters taken from Redis in one catch-up.
@@ -64,9 +66,6 @@ pub struct Watched {
 #[derive(Default)]
 struct Own {
     counters: Counters,
-    /// The last usage seen per quota window, to send increments rather than totals.
-    last_slot: HashMap<QuotaKey, Usage>,
-    last_key: HashMap<(KeyName, Period), Usage>,
     /// Cooldown changes and bindings to publish, in order.
     outbox: Vec<What>,
     /// Probe claims this replica holds and gives back.
@@ -75,6 +74,9 @@ struct Own {
 
 pub struct Shared {
     config: SharedStateConfig,
+    /// This process among the replicas: its name and a random part, so a restarted replica (or
+    /// two given one name by mistake) never takes another's events or probe claim as its own.
+    instance: String,
     keys: Keys,
     client: redis::Client,
     conn: ArcSwapOption<ConnectionManager>,
@@ -84,8 +86,13 @@ pub struct Shared {
     runtime_version: std::sync::atomic::AtomicU64,
     /// The SHA-256 of each adapter this replica has from an upload (its own or another's).
     adapters: Mutex<HashMap<String, String>>,
+    /// Runtime edits handed to `publish_runtime`, and the last one sent (or skipped as stale).
+    publish_seq: std::sync::atomic::AtomicU64,
+    published: tokio::sync::Mutex<u64>,
     /// A runtime edit of this replica's that did not reach Redis yet.
     runtime_unsent: std::sync::atomic::AtomicBool,
+    /// When a refused runtime version is read again.
+    retry_runtime_at: Mutex<Option<std::time::Instant>>,
     /// A runtime version that failed to apply, logged once while it is retried.
     rejected_runtime: std::sync::atomic::AtomicU64,
     /// The cooldown hash's version as last read (`u64::MAX`: read it at the next sync).
@@ -109,6 +116,7 @@ impl Shared {
         let client = redis::Client::open(config.url.expose())
             .map_err(|_| anyhow::anyhow!("shared_state.url: not a Redis URL the client can use"))?;
         Ok(Arc::new(Shared {
+            instance: format!("{}#{}", config.replica, &uuid::Uuid::new_v4().simple().to_string()[..8]),
             keys: Keys::new(&config.prefix),
             client,
             conn: ArcSwapOption::empty(),
@@ -119,7 +127,10 @@ impl Shared {
             cooldowns_seen: std::sync::atomic::AtomicU64::new(u64::MAX),
             adapters: Default::default(),
             rejected_runtime: Default::default(),
+            retry_runtime_at: Default::default(),
             runtime_unsent: Default::default(),
+            publish_seq: Default::default(),
+            published: Default::default(),
             config,
         }))
     }
@@ -169,12 +180,13 @@ impl Shared {
         let mut conn = ConnectionManager::clone(&conn);
         let hold = hold.min(PROBE_HOLD_MAX).as_millis().max(1) as u64;
         let mut set = redis::cmd("SET");
-        set.arg(self.keys.probe(slot)).arg(&self.config.replica).arg("NX").arg("PX").arg(hold);
+        set.arg(self.keys.probe(slot)).arg(&self.instance).arg("NX").arg("PX").arg(hold);
         let claim = set.query_async::<Option<String>>(&mut conn);
         match tokio::time::timeout(CLAIM_TIMEOUT, claim).await {
             Ok(Ok(taken)) => taken.is_some(),
+            // Only the sync loop says whether Redis is up; this path fails open quietly.
             Ok(Err(e)) => {
-                self.link.failed(&e.to_string());
+                tracing::debug!("probe claim not answered: {}", crate::logsafe::Escaped(&e.to_string()));
                 true
             }
             Err(_) => true,
@@ -195,24 +207,30 @@ impl Shared {
 
     /// Sends a runtime file this replica's admin API made; the others adopt it.
     pub fn publish_runtime(self: &Arc<Self>, yaml: String) {
+        use std::sync::atomic::Ordering::SeqCst;
         let shared = self.clone();
+        let seq = self.publish_seq.fetch_add(1, SeqCst) + 1;
         tokio::spawn(async move {
+            // One at a time, newest edit only: two quick edits cannot reach Redis out of order.
+            let mut published = shared.published.lock().await;
+            if *published >= seq {
+                return;
+            }
+            *published = seq;
             let stored = match shared.conn.load_full() {
                 Some(conn) => shared.store_runtime(&mut ConnectionManager::clone(&conn), &yaml).await,
                 None => Err(redis::RedisError::from((redis::ErrorKind::Io, "not connected yet"))),
             };
-            match stored {
-                Ok(version) => {
-                    shared.runtime_version.fetch_max(version, std::sync::atomic::Ordering::SeqCst);
-                }
-                Err(e) => {
-                    // Sent when Redis answers again (see `resync`).
-                    shared.runtime_unsent.store(true, std::sync::atomic::Ordering::SeqCst);
-                    tracing::warn!(
-                        "shared state unreachable: this runtime edit reaches the other replicas when it returns"
-                    );
-                    shared.link.failed(&e.to_string());
-                }
+            // The version is not taken as this replica's own: its next sync reads it back and
+            // adopts it (a no-op when nothing came between), so if another replica's edit was
+            // adopted meanwhile, every replica still ends on the same file.
+            if let Err(e) = stored {
+                // Sent when Redis answers again (see `resync`).
+                shared.runtime_unsent.store(true, SeqCst);
+                tracing::warn!(
+                    "shared state unreachable: this runtime edit reaches the other replicas when it returns"
+                );
+                tracing::debug!("runtime edit not sent: {}", crate::logsafe::Escaped(&e.to_string()));
             }
         });
     }
@@ -222,7 +240,7 @@ impl Shared {
         let sha256 = hex_sha256(&bytes);
         self.adapters.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), sha256.clone());
         let event = Event {
-            from: self.config.replica.clone(),
+            from: self.instance.clone(),
             what: What::Adapter { name: name.to_string(), sha256: sha256.clone() },
         };
         let mut pipe = redis::pipe();
@@ -247,7 +265,7 @@ impl Shared {
     /// Sends an adapter deletion this replica's admin API made.
     pub fn publish_adapter_removed(self: &Arc<Self>, name: &str) {
         self.adapters.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
-        let event = Event { from: self.config.replica.clone(), what: What::AdapterRemoved { name: name.to_string() } };
+        let event = Event { from: self.instance.clone(), what: What::AdapterRemoved { name: name.to_string() } };
         let mut pipe = redis::pipe();
         pipe.atomic()
             .cmd("HDEL")
@@ -274,7 +292,7 @@ impl Shared {
                 return;
             };
             if let Err(e) = pipe.query_async::<()>(&mut conn).await {
-                shared.link.failed(&e.to_string());
+                tracing::warn!("{what} did not reach the other replicas: {}", crate::logsafe::Escaped(&e.to_string()));
             }
         });
     }
@@ -300,6 +318,8 @@ impl Shared {
         match replica.install_adapter(name.to_string(), bytes).await {
             Ok(()) => {
                 self.adapters.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), got);
+                // A runtime file refused for want of this adapter is read again at once.
+                *self.retry_runtime_at.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 tracing::info!(adapter = %crate::logsafe::Escaped(name), "installed an adapter another replica uploaded");
             }
             Err(why) => {
@@ -341,7 +361,7 @@ impl Shared {
             .arg(self.keys.runtime_from())
             .arg(self.keys.events())
             .arg(yaml)
-            .arg(&self.config.replica)
+            .arg(&self.instance)
             .arg(self.runtime_version.load(std::sync::atomic::Ordering::SeqCst))
             .query_async(conn)
             .await
@@ -386,7 +406,10 @@ impl Shared {
                     }
                     self.syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
-                Err(e) => self.link.failed(&e.to_string()),
+                Err(e) => {
+                    self.link.failed(&e.to_string());
+                    replica.scheduler().forget_rpm_others();
+                }
             }
         }
     }
@@ -401,21 +424,22 @@ impl Shared {
         Ok(())
     }
 
-    /// One exchange: this replica's increments and events out, the totals and the runtime
-    /// version in.
+    /// One exchange: this replica's totals and events out, the others' totals and the
+    /// versions of the cooldown hash and the runtime file in. Every write is idempotent (a
+    /// total, not an increment), so a sync that failed half-way is simply sent again.
     async fn sync(&self, conn: &mut ConnectionManager, replica: &dyn Replica) -> redis::RedisResult<()> {
         let scheduler = replica.scheduler();
         let now = scheduler.now();
-        let (increments, outbox, released) = {
+        let (totals, outbox, released) = {
             let mut own = self.own();
             own.counters.prune(now);
-            (own.counters.take_pending(), std::mem::take(&mut own.outbox), std::mem::take(&mut own.released))
+            (own.counters.take_dirty(), std::mem::take(&mut own.outbox), std::mem::take(&mut own.released))
         };
         let mut pipe = redis::pipe();
-        for inc in &increments {
-            pipe.cmd("INCRBY").arg(&inc.key).arg(inc.by).ignore();
-            if let Some(at) = inc.expire_at {
-                pipe.cmd("PEXPIREAT").arg(&inc.key).arg(at.0).ignore();
+        for sent in &totals {
+            pipe.cmd("HSET").arg(&sent.key).arg(&self.config.replica).arg(sent.total).ignore();
+            if let Some(at) = sent.expire_at {
+                pipe.cmd("PEXPIREAT").arg(&sent.key).arg(at.0).ignore();
             }
         }
         for what in &outbox {
@@ -431,7 +455,7 @@ impl Shared {
                     None => pipe.cmd("HDEL").arg(self.keys.cooldowns()).arg(field).ignore(),
                 };
             }
-            let event = Event { from: self.config.replica.clone(), what: what.clone() };
+            let event = Event { from: self.instance.clone(), what: what.clone() };
             pipe.cmd("PUBLISH")
                 .arg(self.keys.events())
                 .arg(serde_json::to_string(&event).expect("an event serialises"))
@@ -441,12 +465,12 @@ impl Shared {
             pipe.cmd("INCR").arg(self.keys.cooldowns_version()).ignore();
         }
         for slot in &released {
-            // Only this replica's own claim: it may have expired and been taken by another.
+            // Only this process's own claim: it may have expired and been taken by another.
             pipe.cmd("EVAL")
                 .arg("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0")
                 .arg(1)
                 .arg(self.keys.probe(slot))
-                .arg(&self.config.replica)
+                .arg(&self.instance)
                 .ignore();
         }
         let watched = replica.watched();
@@ -461,30 +485,28 @@ impl Shared {
         for source in &watched.rpm {
             read.extend((second.saturating_sub(59)..=second).map(|s| self.keys.rpm(source, s)));
         }
-        // Last, in this order: the cooldown hash's version, the runtime file's.
-        read.push(self.keys.cooldowns_version());
-        read.push(self.keys.runtime_version());
-        pipe.cmd("MGET").arg(&read);
-        let totals: Vec<Option<u64>> = match pipe.query_async::<(Vec<Option<u64>>,)>(conn).await {
-            Ok((totals,)) => totals,
+        for key in &read {
+            pipe.cmd("HGETALL").arg(key);
+        }
+        pipe.cmd("MGET").arg(self.keys.cooldowns_version()).arg(self.keys.runtime_version());
+        let replies: Vec<redis::Value> = match pipe.query_async(conn).await {
+            Ok(replies) => replies,
             Err(e) => {
                 let mut own = self.own();
-                own.counters.unsend(increments);
-                let mut outbox = outbox;
-                outbox.append(&mut own.outbox);
-                outbox.truncate(MAX_OUTBOX);
-                own.outbox = outbox;
+                own.counters.resend(&totals);
+                own.outbox = merge_outbox(outbox, std::mem::take(&mut own.outbox));
                 own.released.extend(released);
+                own.released.sort();
+                own.released.dedup();
                 return Err(e);
             }
         };
+        let mut replies = replies.into_iter();
         // The others' part of each counter read, in the order they were asked.
-        let mut others = {
-            let own = self.own();
-            let parts: Vec<u64> =
-                read.iter().zip(&totals).map(|(key, total)| own.counters.others(key, total.unwrap_or(0))).collect();
-            parts.into_iter()
-        };
+        let mut others = replies.by_ref().take(read.len()).map(|reply| {
+            let fields: HashMap<String, String> = redis::FromRedisValue::from_redis_value(reply).unwrap_or_default();
+            counters::others(&fields, &self.config.replica)
+        });
         for (slot, period) in &watched.slots {
             let tokens = others.next().unwrap_or(0);
             scheduler.set_shared_usage(slot, *period, Usage { window_start: period.window(now).0, tokens });
@@ -494,15 +516,19 @@ impl Shared {
             scheduler.set_shared_key_usage(key, *period, Usage { window_start: period.window(now).0, tokens });
         }
         for source in &watched.rpm {
-            let started: u64 = others.by_ref().take(60).sum();
+            let started: u64 = others.by_ref().take(60).fold(0, u64::saturating_add);
             scheduler.set_rpm_others(source, started.min(u32::MAX as u64) as u32);
         }
+        drop(others);
+        let versions: Vec<Option<u64>> =
+            replies.next().and_then(|v| redis::FromRedisValue::from_redis_value(v).ok()).unwrap_or_default();
+        let totals = versions;
         let cooldowns = totals.get(totals.len().wrapping_sub(2)).copied().flatten().unwrap_or(0);
         if self.cooldowns_seen.swap(cooldowns, std::sync::atomic::Ordering::SeqCst) != cooldowns {
             self.adopt_cooldowns(conn, replica).await?;
         }
         let version = totals.last().copied().flatten().unwrap_or(0);
-        if version > self.runtime_version.load(std::sync::atomic::Ordering::SeqCst) {
+        if version > self.runtime_version.load(std::sync::atomic::Ordering::SeqCst) && !self.waiting_to_retry(version) {
             self.fetch_runtime(conn, replica).await?;
         }
         Ok(())
@@ -535,13 +561,26 @@ impl Shared {
                 self.runtime_version.fetch_max(version, SeqCst);
                 tracing::info!(version, from = %crate::logsafe::Escaped(&from), "adopted the shared runtime file");
             }
-            // Retried at each sync (an adapter it names may still be on its way); logged once.
-            Err(why) if self.rejected_runtime.swap(version, SeqCst) != version => {
-                tracing::warn!(version, from = %crate::logsafe::Escaped(&from), "shared runtime file not adopted yet: {why}")
+            // Retried every few seconds (an adapter it names may still be on its way); logged once.
+            Err(why) => {
+                *self.retry_runtime_at.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(std::time::Instant::now() + RUNTIME_RETRY);
+                if self.rejected_runtime.swap(version, SeqCst) != version {
+                    tracing::warn!(version, from = %crate::logsafe::Escaped(&from), "shared runtime file not adopted yet: {why}")
+                }
             }
-            Err(_) => {}
         }
         Ok(())
+    }
+
+    /// Whether `version` was refused a moment ago (it is not read again before `RUNTIME_RETRY`).
+    fn waiting_to_retry(&self, version: u64) -> bool {
+        self.rejected_runtime.load(std::sync::atomic::Ordering::SeqCst) == version
+            && self
+                .retry_runtime_at
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some_and(|at| std::time::Instant::now() < at)
     }
 
     /// After Redis was away: the cooldowns and adapters the others recorded meanwhile.
@@ -596,6 +635,7 @@ impl Shared {
 
     /// Listens to the others' events as they happen; reconnects when the link drops.
     async fn listen_loop(self: Arc<Self>, replica: Weak<dyn Replica>) {
+        let mut listen_down = false;
         loop {
             if replica.strong_count() == 0 {
                 return;
@@ -611,8 +651,19 @@ impl Shared {
                         }
                     }
                 }
-                Err(e) => self.link.failed(&e.to_string()),
+                Err(e) => {
+                    if !listen_down {
+                        tracing::warn!(
+                            "cannot listen to the other replicas' events (the sync still exchanges their state): {}",
+                            crate::logsafe::Escaped(&e.to_string())
+                        );
+                    }
+                    listen_down = true;
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
             }
+            listen_down = false;
             // Reconnecting: the real clock, not the scheduler's (a test's clock stands still).
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
@@ -620,18 +671,24 @@ impl Shared {
 
     async fn apply(&self, payload: &[u8], replica: &dyn Replica) {
         let Some(event) = Event::read(payload) else { return };
-        if event.from == self.config.replica {
+        if event.from == self.instance {
             return;
         }
         let scheduler = replica.scheduler();
         match event.what {
-            What::Health { slot, health } => scheduler.adopt_health(&slot, health),
+            // A change of this replica's own still to send is newer than what it hears.
+            What::Health { slot, health } => {
+                if !self.own().outbox.iter().any(|w| matches!(w, What::Health { slot: mine, .. } if *mine == slot)) {
+                    scheduler.adopt_health(&slot, health)
+                }
+            }
             What::Bind { fingerprint, slot, at } => scheduler.adopt_binding(fingerprint, slot, at),
             What::Adapter { name, sha256 } => {
                 if let Some(mut conn) = self.connection().await
                     && let Err(e) = self.fetch_adapter(&mut conn, replica, &name, &sha256).await
                 {
-                    self.link.failed(&e.to_string());
+                    // The next catch-up after the link returns takes it.
+                    tracing::debug!("adapter not fetched: {}", crate::logsafe::Escaped(&e.to_string()));
                 }
             }
             What::AdapterRemoved { name } => {
@@ -650,7 +707,8 @@ impl Shared {
                     && let Some(mut conn) = self.connection().await
                     && let Err(e) = self.fetch_runtime(&mut conn, replica).await
                 {
-                    self.link.failed(&e.to_string());
+                    // The sync reads the version again.
+                    tracing::debug!("runtime file not fetched: {}", crate::logsafe::Escaped(&e.to_string()));
                 }
             }
         }
@@ -660,58 +718,77 @@ impl Shared {
     fn record(&self, changes: &[StateChange]) {
         let mut own = self.own();
         let own = &mut *own;
+        let mut events = Vec::new();
         for change in changes {
             match change {
                 StateChange::Cooldown(slot, health) => {
-                    own.outbox.push(What::Health { slot: slot.clone(), health: health.clone() })
+                    events.push(What::Health { slot: slot.clone(), health: health.clone() })
                 }
                 StateChange::Bind(fingerprint, slot, at) => {
-                    own.outbox.push(What::Bind { fingerprint: fingerprint.clone(), slot: slot.clone(), at: *at })
+                    events.push(What::Bind { fingerprint: fingerprint.clone(), slot: slot.clone(), at: *at })
                 }
                 StateChange::Usage(quota, usage) => {
-                    let added = increment(own.last_slot.insert(quota.clone(), *usage), usage);
                     let key = self.keys.slot_tokens(&quota.slot, quota.period, usage.window_start);
-                    own.counters.add(key, added, keys::expires_at(quota.period, usage.window_start));
+                    own.counters.set(key, usage.tokens, keys::expires_at(quota.period, usage.window_start));
                 }
                 StateChange::KeyUsage(name, period, usage) => {
-                    let added = increment(own.last_key.insert((name.clone(), *period), *usage), usage);
                     let key = self.keys.key_tokens(name, *period, usage.window_start);
-                    own.counters.add(key, added, keys::expires_at(*period, usage.window_start));
+                    own.counters.set(key, usage.tokens, keys::expires_at(*period, usage.window_start));
                 }
                 // Scores stay per replica; clearing bindings is an operator's local act.
                 StateChange::Stats(..) | StateChange::ClearBindings(_) | StateChange::PruneBindings(_) => {}
             }
         }
-        own.outbox.truncate(MAX_OUTBOX);
+        if !events.is_empty() {
+            own.outbox = merge_outbox(std::mem::take(&mut own.outbox), events);
+        }
     }
 
-    /// What the store held at start: counted as already in Redis.
+    /// What the store held at start: this replica's own usage, sent as its totals.
     fn seed(&self, loaded: &Loaded) {
         let mut own = self.own();
         for (quota, usage) in &loaded.usage {
-            own.last_slot.insert(quota.clone(), *usage);
             let key = self.keys.slot_tokens(&quota.slot, quota.period, usage.window_start);
-            own.counters.seed(key, usage.tokens, keys::expires_at(quota.period, usage.window_start));
+            own.counters.set(key, usage.tokens, keys::expires_at(quota.period, usage.window_start));
         }
         for ((name, period), usage) in &loaded.key_usage {
-            own.last_key.insert((name.clone(), *period), *usage);
             let key = self.keys.key_tokens(name, *period, usage.window_start);
-            own.counters.seed(key, usage.tokens, keys::expires_at(*period, usage.window_start));
+            own.counters.set(key, usage.tokens, keys::expires_at(*period, usage.window_start));
         }
     }
+}
+
+/// `earlier` then `later`, keeping only the newest health of each slot (what the others need is
+/// where a slot stands, not its history) and, past `MAX_OUTBOX`, dropping the oldest bindings
+/// first: a lost binding costs a cache miss, a lost heal would keep a source skipped.
+fn merge_outbox(earlier: Vec<What>, later: Vec<What>) -> Vec<What> {
+    let mut all: Vec<What> = earlier.into_iter().chain(later).collect();
+    let mut seen: Vec<&SlotKey> = Vec::new();
+    let mut keep = vec![true; all.len()];
+    for (i, what) in all.iter().enumerate().rev() {
+        if let What::Health { slot, .. } = what {
+            if seen.contains(&slot) {
+                keep[i] = false;
+            } else {
+                seen.push(slot);
+            }
+        }
+    }
+    let mut flags = keep.into_iter();
+    all.retain(|_| flags.next().unwrap_or(false));
+    let mut excess = all.len().saturating_sub(MAX_OUTBOX);
+    all.retain(|w| {
+        let drop = excess > 0 && matches!(w, What::Bind { .. });
+        excess -= usize::from(drop);
+        !drop
+    });
+    all.truncate(MAX_OUTBOX);
+    all
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Tokens added since `before`, the same window's previous total (a new window starts at 0).
-fn increment(before: Option<Usage>, after: &Usage) -> u64 {
-    match before {
-        Some(before) if before.window_start == after.window_start => after.tokens.saturating_sub(before.tokens),
-        _ => after.tokens,
-    }
 }
 
 /// The scheduler's store, with every change also recorded for the other replicas.
@@ -742,10 +819,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn increments_are_counted_within_a_window_and_from_zero_in_a_new_one() {
-        let usage = |start, tokens| Usage { window_start: UnixMs(start), tokens };
-        assert_eq!(increment(None, &usage(0, 30)), 30);
-        assert_eq!(increment(Some(usage(0, 30)), &usage(0, 42)), 12);
-        assert_eq!(increment(Some(usage(0, 30)), &usage(3_600_000, 5)), 5);
+    fn the_outbox_keeps_each_slots_newest_health_and_drops_bindings_first() {
+        let slot = |name: &str| SlotKey { source: SourceName::new(name), model: "m".into() };
+        let bind = |n: u64| What::Bind { fingerprint: format!("f{n}"), slot: slot("a"), at: UnixMs(n) };
+        let earlier = vec![What::Health { slot: slot("a"), health: None }, bind(1)];
+        let later =
+            vec![What::Health { slot: slot("b"), health: None }, What::Health { slot: slot("a"), health: None }];
+        let merged = merge_outbox(earlier, later);
+        assert_eq!(merged.len(), 3, "{merged:?}");
+        assert_eq!(merged[0], bind(1));
+        let mut many: Vec<What> = (0..MAX_OUTBOX as u64).map(bind).collect();
+        many.push(What::Health { slot: slot("a"), health: None });
+        let merged = merge_outbox(many, vec![What::Health { slot: slot("b"), health: None }]);
+        assert_eq!(merged.len(), MAX_OUTBOX);
+        assert!(
+            matches!(merged[MAX_OUTBOX - 1], What::Health { .. })
+                && matches!(merged[MAX_OUTBOX - 2], What::Health { .. })
+        );
+        assert_eq!(merged[0], bind(2), "the oldest bindings went first");
     }
 }

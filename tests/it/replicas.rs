@@ -24,7 +24,7 @@ const ADMIN: &str = "replica-tests-admin-token-0123456789abcdef";
 /// A key with a token quota of 30 an hour: one fixture answer (21 tokens) fits, two do not.
 const CAPPED: &str = "sk-capped-replica-key-0123456789";
 /// How long a condition the replicas should reach may take before the test fails.
-const PATIENCE: Duration = Duration::from_secs(10);
+const PATIENCE: Duration = Duration::from_secs(20);
 
 const OK: u8 = 0;
 const FAIL: u8 = 1;
