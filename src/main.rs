@@ -246,6 +246,7 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
             // What the writer has not committed yet is in the journal anyway; committing it
             // now spares the next start a replay.
             gateway.scheduler.flush();
+            gateway.stop_shared().await;
             match served {
                 Ok(Ok(())) => ExitCode::SUCCESS,
                 Ok(Err(e)) => {

@@ -177,6 +177,15 @@ impl Gateway {
         }
     }
 
+    /// At shutdown: sends what this replica counted since its last exchange (one sync, a
+    /// second at most), so the others do not lose its last requests' tokens.
+    pub async fn stop_shared(self: &Arc<Self>) {
+        if let Some(shared) = &self.shared {
+            let me: Arc<dyn crate::shared::Replica> = self.clone();
+            shared.last_sync(me.as_ref()).await;
+        }
+    }
+
     /// Swaps in a runtime for `config` (the detected models added) and `file`.
     fn install(&self, current: &Runtime, config: Config, file: RuntimeFile) -> Result<(), ApiError> {
         let config = self.detected.lock().expect("detected models").apply(config);

@@ -173,6 +173,15 @@ impl Shared {
         tokio::spawn(async move { shared.listen_loop(replica).await });
     }
 
+    /// One last exchange (at shutdown), bounded to a second; nothing happens without Redis.
+    pub async fn last_sync(&self, replica: &dyn Replica) {
+        let Some(mut conn) = self.conn.load_full().map(|c| ConnectionManager::clone(&c)) else { return };
+        match tokio::time::timeout(Duration::from_secs(1), self.sync(&mut conn, replica)).await {
+            Ok(Ok(())) => tracing::info!("sent this replica's last counts to the others"),
+            _ => tracing::warn!("this replica's last counts did not reach the others"),
+        }
+    }
+
     /// Claims the one probe of a cooling slot across replicas, for `hold` at most. Fails open:
     /// without an answer from Redis in time the local admission stands.
     pub async fn claim_probe(&self, slot: &SlotKey, hold: Duration) -> bool {

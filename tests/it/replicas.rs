@@ -267,6 +267,23 @@ async fn a_keys_quota_and_a_sources_rpm_hold_across_both_replicas() {
 }
 
 #[tokio::test]
+async fn a_replica_stopped_between_syncs_sends_its_last_counts_first() {
+    let redis = RedisServer::start();
+    let up1 = Upstream::start().await;
+    let sources = [("first", &up1)];
+    // A exchanges only every second: its last request's tokens would wait for the next sync.
+    let mut p = pair_edited(&redis, &sources, &sources, "", |yaml| {
+        if yaml.contains("replica: a,") { yaml.replace("sync_ms: 50", "sync_ms: 1000") } else { yaml }
+    });
+    let (status, _, body) = chat(&p.a, CAPPED, &chat_body("m", false)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(p.a.terminate(), "A stops cleanly");
+    synced(&p.b).await;
+    let (_, key) = admin(&p.b, reqwest::Method::GET, "/admin/api/keys/capped", None).await;
+    assert_eq!(key["used"], 21, "A's last 21 tokens reached B as it stopped: {key}");
+}
+
+#[tokio::test]
 async fn one_probe_is_admitted_across_both_replicas() {
     let redis = RedisServer::start();
     let (up1, up2) = (Upstream::start().await, Upstream::start().await);

@@ -74,6 +74,14 @@ impl Binary {
         assert_eq!(health.expect("the gateway answers /health").status(), 200, "after {after}");
     }
 
+    /// Stops it as an operator would (SIGTERM: open requests finish, state is sent and
+    /// committed) and waits for it to end; true when it exited cleanly.
+    pub fn terminate(&mut self) -> bool {
+        let sent = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().unwrap();
+        assert!(sent.success(), "SIGTERM sent");
+        self.child.wait().unwrap().success()
+    }
+
     pub async fn chat(&self, body: &Value) -> reqwest::Response {
         let request =
             reqwest::Client::new().post(format!("{}/v1/chat/completions", self.url)).bearer_auth(KEY).json(body);
