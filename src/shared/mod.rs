@@ -248,48 +248,31 @@ impl Shared {
     pub fn publish_adapter(self: &Arc<Self>, name: &str, bytes: axum::body::Bytes) {
         let sha256 = hex_sha256(&bytes);
         self.adapters.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), sha256.clone());
-        let event = Event {
-            from: self.instance.clone(),
-            what: What::Adapter { name: name.to_string(), sha256: sha256.clone() },
-        };
         let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("HSET")
-            .arg(self.keys.adapters())
-            .arg(name)
-            .arg(bytes.as_ref())
-            .ignore()
-            .cmd("HSET")
-            .arg(self.keys.adapter_hashes())
-            .arg(name)
-            .arg(&sha256)
-            .ignore()
-            .cmd("PUBLISH")
-            .arg(self.keys.events())
-            .arg(serde_json::to_string(&event).expect("an event serialises"))
-            .ignore();
-        self.send_later(pipe, "this adapter upload");
+        pipe.atomic();
+        pipe.cmd("HSET").arg(self.keys.adapters()).arg(name).arg(bytes.as_ref()).ignore();
+        pipe.cmd("HSET").arg(self.keys.adapter_hashes()).arg(name).arg(&sha256).ignore();
+        self.announce(pipe, What::Adapter { name: name.to_string(), sha256 }, "this adapter upload");
     }
 
     /// Sends an adapter deletion this replica's admin API made.
     pub fn publish_adapter_removed(self: &Arc<Self>, name: &str) {
         self.adapters.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
-        let event = Event { from: self.instance.clone(), what: What::AdapterRemoved { name: name.to_string() } };
         let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("HDEL")
-            .arg(self.keys.adapters())
-            .arg(name)
-            .ignore()
-            .cmd("HDEL")
-            .arg(self.keys.adapter_hashes())
-            .arg(name)
-            .ignore()
-            .cmd("PUBLISH")
+        pipe.atomic();
+        pipe.cmd("HDEL").arg(self.keys.adapters()).arg(name).ignore();
+        pipe.cmd("HDEL").arg(self.keys.adapter_hashes()).arg(name).ignore();
+        self.announce(pipe, What::AdapterRemoved { name: name.to_string() }, "this adapter deletion");
+    }
+
+    /// Runs `pipe` and then publishes `what`, in the background (see `send_later`).
+    fn announce(self: &Arc<Self>, mut pipe: redis::Pipeline, what: What, about: &'static str) {
+        let event = Event { from: self.instance.clone(), what };
+        pipe.cmd("PUBLISH")
             .arg(self.keys.events())
             .arg(serde_json::to_string(&event).expect("an event serialises"))
             .ignore();
-        self.send_later(pipe, "this adapter deletion");
+        self.send_later(pipe, about);
     }
 
     /// Runs `pipe` on Redis in the background; while Redis is away the edit stays local.

@@ -62,6 +62,24 @@ impl NoNative {
     }
 }
 
+/// The client's request body for a native session of `protocol`: its JSON object, or the
+/// refusal (another protocol, or a body that is not an object).
+pub fn native_body(
+    request: &ClientRequest,
+    protocol: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, AdapterError> {
+    if request.protocol != protocol {
+        return Err(errors::adapter_error(
+            ErrorKind::Unsupported,
+            &format!("`{}` is not forwarded natively", request.protocol),
+        ));
+    }
+    match serde_json::from_slice::<serde_json::Value>(&request.body) {
+        Ok(serde_json::Value::Object(body)) => Ok(body),
+        _ => Err(errors::adapter_error(ErrorKind::BadRequest, "request body must be a JSON object")),
+    }
+}
+
 /// A native stream step that passes the upstream's `event` on as it came, with the unified
 /// chunks the session's translation gave for the books.
 pub fn passed_on(event: StreamEvent, books: StreamOutput) -> NativeOutput {

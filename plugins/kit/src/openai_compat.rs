@@ -265,16 +265,7 @@ impl<D: Dialect> GuestNativeSession for NativeSession<D> {
     }
 
     fn transform_request(&self, request: ClientRequest) -> Result<HttpRequest, AdapterError> {
-        if request.protocol != PROTOCOL {
-            return Err(adapter_error(
-                ErrorKind::Unsupported,
-                &format!("`{}` is not forwarded natively", request.protocol),
-            ));
-        }
-        let mut body = match serde_json::from_slice::<Value>(&request.body) {
-            Ok(Value::Object(body)) => body,
-            _ => return Err(adapter_error(ErrorKind::BadRequest, "request body must be a JSON object")),
-        };
+        let mut body = crate::native_body(&request, PROTOCOL)?;
         let wants = body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool);
         self.client_wants_usage.set(wants == Some(true));
         if body.get("stream").and_then(Value::as_bool) == Some(true) {

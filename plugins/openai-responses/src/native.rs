@@ -6,10 +6,10 @@
 
 use std::cell::RefCell;
 
-use adapter_kit::errors::{adapter_error, upstream_error};
+use adapter_kit::errors::upstream_error;
 use adapter_kit::{
-    AdapterError, ClientRequest, ErrorKind, GuestNativeSession, HttpRequest, HttpResponse, NativeOutput,
-    NativeResponse, SourceContext, StreamEvent,
+    AdapterError, ClientRequest, GuestNativeSession, HttpRequest, HttpResponse, NativeOutput, NativeResponse,
+    SourceContext, StreamEvent,
 };
 use serde_json::Value;
 
@@ -33,16 +33,7 @@ impl GuestNativeSession for NativeSession {
     }
 
     fn transform_request(&self, request: ClientRequest) -> Result<HttpRequest, AdapterError> {
-        if request.protocol != PROTOCOL {
-            return Err(adapter_error(
-                ErrorKind::Unsupported,
-                &format!("`{}` is not forwarded natively", request.protocol),
-            ));
-        }
-        let mut body = match serde_json::from_slice::<Value>(&request.body) {
-            Ok(Value::Object(body)) => body,
-            _ => return Err(adapter_error(ErrorKind::BadRequest, "request body must be a JSON object")),
-        };
+        let mut body = adapter_kit::native_body(&request, PROTOCOL)?;
         body.insert("model".into(), Value::String(self.ctx.upstream_model.clone()));
         let mut http = super::http(&self.ctx, Value::Object(body));
         for (name, value) in request.headers.into_iter().filter(|(k, _)| CLIENT_HEADERS.contains(&k.as_str())) {
