@@ -284,6 +284,29 @@ async fn a_replica_stopped_between_syncs_sends_its_last_counts_first() {
 }
 
 #[tokio::test]
+async fn a_replica_restarted_on_an_empty_redis_sends_the_usage_its_database_kept() {
+    let mut redis = RedisServer::start();
+    let up1 = Upstream::start().await;
+    let sources = [("first", &up1)];
+    let prefix = prefix();
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a_config = config(&redis, "a", &prefix, &sources, "");
+    let mut a = Binary::start_with_keys(da.path(), &keys(), &a_config);
+    let b = Binary::start_with_keys(db.path(), &keys(), &config(&redis, "b", &prefix, &sources, ""));
+    assert_eq!(chat(&a, CAPPED, &chat_body("m", false)).await.0, 200);
+    assert!(a.terminate());
+    // Redis loses everything (no persistence); A comes back on its own database.
+    redis.restart();
+    let a = Binary::start_with_keys(da.path(), &keys(), &a_config);
+    synced(&a).await;
+    synced(&b).await;
+    let (_, key) = admin(&b, reqwest::Method::GET, "/admin/api/keys/capped", None).await;
+    assert_eq!(key["used"], 21, "A's usage from its SQLite reached B again: {key}");
+    let (_, key) = admin(&a, reqwest::Method::GET, "/admin/api/keys/capped", None).await;
+    assert_eq!(key["used"], 21, "and A does not count it twice: {key}");
+}
+
+#[tokio::test]
 async fn one_probe_is_admitted_across_both_replicas() {
     let redis = RedisServer::start();
     let (up1, up2) = (Upstream::start().await, Upstream::start().await);
