@@ -37,43 +37,7 @@ impl ChunkBuilder {
     }
 }
 
-/// Token counts as the upstream reported them; `None` means "not reported", never 0.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    /// All prompt tokens, cached ones included.
-    pub prompt: Option<u64>,
-    pub completion: Option<u64>,
-    /// Prompt tokens read from the upstream's cache.
-    pub cached: Option<u64>,
-    /// Prompt tokens written to the upstream's cache (Anthropic).
-    pub cache_creation: Option<u64>,
-    pub reasoning: Option<u64>,
-}
-
-impl Usage {
-    pub fn to_json(&self) -> Value {
-        let mut usage = Map::new();
-        usage.insert("prompt_tokens".into(), json!(self.prompt));
-        usage.insert("completion_tokens".into(), json!(self.completion));
-        let total = match (self.prompt, self.completion) {
-            (Some(p), Some(c)) => Some(p + c),
-            _ => None,
-        };
-        usage.insert("total_tokens".into(), json!(total));
-        if self.cached.is_some() || self.cache_creation.is_some() {
-            let mut details = Map::new();
-            details.insert("cached_tokens".into(), json!(self.cached));
-            if let Some(created) = self.cache_creation {
-                details.insert("cache_creation_tokens".into(), json!(created));
-            }
-            usage.insert("prompt_tokens_details".into(), Value::Object(details));
-        }
-        if let Some(reasoning) = self.reasoning {
-            usage.insert("completion_tokens_details".into(), json!({"reasoning_tokens": reasoning}));
-        }
-        Value::Object(usage)
-    }
-}
+pub use switchyard_unified::{Usage, content_text};
 
 /// A complete `chat.completion` response with one choice.
 pub fn response(
@@ -125,17 +89,6 @@ pub fn parse_data_url(url: &str) -> Option<(&str, &str)> {
     Some((media_type, data))
 }
 
-/// The text of a unified `content`: a string, or the `text` parts joined.
-pub fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => {
-            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("")
-        }
-        _ => String::new(),
-    }
-}
-
 /// Whether the client asked for the usage chunk (`stream_options.include_usage`).
 pub fn wants_stream_usage(request: &Map<String, Value>) -> bool {
     request.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true)
@@ -183,15 +136,6 @@ pub fn thinking_budget(request: &Map<String, Value>) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn usage_keeps_not_reported_apart_from_zero() {
-        let u = Usage { prompt: Some(10), completion: None, ..Default::default() };
-        assert_eq!(u.to_json(), json!({"prompt_tokens": 10, "completion_tokens": null, "total_tokens": null}));
-        let u = Usage { prompt: Some(10), completion: Some(0), cached: Some(0), ..Default::default() };
-        assert_eq!(u.to_json()["total_tokens"], 10);
-        assert_eq!(u.to_json()["prompt_tokens_details"]["cached_tokens"], 0);
-    }
 
     #[test]
     fn data_urls_split_into_media_type_and_data() {

@@ -342,8 +342,7 @@ pub async fn test(
     tracing::info!(source = %source.name, model = %model.name, ok = outcome.is_ok(), latency_ms, "admin tested a source");
     Ok(Json(match outcome {
         Ok((body, head)) => {
-            let answer: Value = serde_json::from_str(body.unified()).unwrap_or_default();
-            let text = answer["choices"][0]["message"]["content"].as_str().unwrap_or_default();
+            let text = switchyard_unified::Reply::parse(body.unified()).unwrap_or_default().text();
             json!({
                 "ok": true, "source": source.name, "model": model.name, "status": 200, "latency_ms": latency_ms,
                 "first_byte_ms": head.as_millis() as u64, "answer": text.chars().take(500).collect::<String>(),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Value, json};
+use switchyard_unified::content_text;
 
 use crate::config::{FusionConfig, FusionStrategy, RouteConfig};
 use crate::provider::ChunkStream;
@@ -147,13 +148,13 @@ fn judge_request(config: &FusionConfig, conversation: &Value, answers: &[Answere
         .as_array()
         .into_iter()
         .flatten()
-        .map(|m| format!("{}: {}", m["role"].as_str().unwrap_or("user"), text_of(&m["content"])))
+        .map(|m| format!("{}: {}", m["role"].as_str().unwrap_or("user"), content_text(&m["content"])))
         .collect::<Vec<_>>()
         .join("\n");
     let candidates = answers
         .iter()
         .enumerate()
-        .map(|(i, a)| format!("[{}]\n{}", i + 1, text_of(&a.response["choices"][0]["message"]["content"])))
+        .map(|(i, a)| format!("[{}]\n{}", i + 1, content_text(&a.response["choices"][0]["message"]["content"])))
         .collect::<Vec<_>>()
         .join("\n\n");
     let mut request = json!({
@@ -168,14 +169,6 @@ fn judge_request(config: &FusionConfig, conversation: &Value, answers: &[Answere
         request["stream_options"] = json!({"include_usage": true});
     }
     request
-}
-
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join(""),
-        _ => String::new(),
-    }
 }
 
 /// The first candidate number (1-based) in the judge's reply, as a 0-based index.

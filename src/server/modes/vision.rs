@@ -103,8 +103,7 @@ async fn describe(
     };
     let reply = gw.dispatch(key, describe).await?;
     let Answer::Complete(answer) = reply.answer else { unreachable!("a non-streaming call answers whole") };
-    let answer: Value = serde_json::from_str(&answer).unwrap_or_default();
-    Ok(answer["choices"][0]["message"]["content"].as_str().unwrap_or_default().trim().to_string())
+    Ok(switchyard_unified::Reply::parse(&answer).unwrap_or_default().text().trim().to_string())
 }
 
 /// Every image block in the messages, in order: OpenAI `image_url` and Anthropic `image`.
