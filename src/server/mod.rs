@@ -132,19 +132,21 @@ impl Gateway {
         let current = self.runtime();
         let mut file = current.file.clone();
         let out = change(&mut file, &current.config)?;
-        let names = self.plugins.names();
-        let names: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
-        let config = crate::config::with_runtime(&self.base, &file, &names).map_err(|errors| {
-            let list: Vec<String> =
-                errors.iter().map(|e| format!("{}: {} (fix: {})", e.path, e.message, e.fix)).collect();
-            ApiError::invalid_request(format!("the change was not made: {}", list.join("; "))).code("invalid_change")
+        // What the other replicas get, once this one has it in use.
+        let shared = self.shared.as_ref().map(|shared| (shared, runtime_yaml(&file)));
+        self.put_in_use(&current, file).map_err(|refused| match refused {
+            Refused::Invalid(errors) => {
+                let list: Vec<String> =
+                    errors.iter().map(|e| format!("{}: {} (fix: {})", e.path, e.message, e.fix)).collect();
+                ApiError::invalid_request(format!("the change was not made: {}", list.join("; ")))
+                    .code("invalid_change")
+            }
+            Refused::Write(e) => internal(format!("cannot write {}: {e}", self.base.runtime_file.display())),
+            Refused::Install(e) => e,
         })?;
-        write_runtime_file(&self.base.runtime_file, &file)
-            .map_err(|e| internal(format!("cannot write {}: {e}", self.base.runtime_file.display())))?;
-        if let Some(shared) = &self.shared {
-            shared.publish_runtime(runtime_yaml(&file));
+        if let Some((shared, yaml)) = shared {
+            shared.publish_runtime(yaml);
         }
-        self.install(&current, config, file)?;
         Ok(out)
     }
 
@@ -157,14 +159,23 @@ impl Gateway {
         if runtime_yaml(&current.file) == runtime_yaml(&file) {
             return Ok(());
         }
+        self.put_in_use(&current, file).map_err(|refused| match refused {
+            Refused::Invalid(errors) => {
+                errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect::<Vec<_>>().join("; ")
+            }
+            Refused::Write(e) => format!("cannot write {}: {e}", self.base.runtime_file.display()),
+            Refused::Install(e) => e.message.to_string(),
+        })
+    }
+
+    /// Checks `file` as config.yaml is checked, writes it (atomically) and swaps it in: one
+    /// path for an admin edit and for a file another replica made.
+    fn put_in_use(&self, current: &Runtime, file: RuntimeFile) -> Result<(), Refused> {
         let names = self.plugins.names();
         let names: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
-        let config = crate::config::with_runtime(&self.base, &file, &names).map_err(|errors| {
-            errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect::<Vec<_>>().join("; ")
-        })?;
-        write_runtime_file(&self.base.runtime_file, &file)
-            .map_err(|e| format!("cannot write {}: {e}", self.base.runtime_file.display()))?;
-        self.install(&current, config, file).map_err(|e| e.message.to_string())
+        let config = crate::config::with_runtime(&self.base, &file, &names).map_err(Refused::Invalid)?;
+        write_runtime_file(&self.base.runtime_file, &file).map_err(Refused::Write)?;
+        self.install(current, config, file).map_err(Refused::Install)
     }
 
     /// Starts exchanging state with the other replicas (`shared_state`); serving only, so
@@ -239,6 +250,13 @@ impl Gateway {
     pub fn metrics_router(self: &Arc<Self>) -> Router {
         Router::new().route("/metrics", get(metrics::scrape)).with_state(self.clone())
     }
+}
+
+/// Why a runtime file was not put in use.
+enum Refused {
+    Invalid(Vec<crate::config::FieldError>),
+    Write(std::io::Error),
+    Install(ApiError),
 }
 
 fn internal(message: String) -> ApiError {
