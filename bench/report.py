@@ -124,15 +124,36 @@ def main(results, cores, cpu):
                 mine, theirs = sy["c1"][1] - base["c1"][1], rows[peer]["c1"][1] - base["c1"][1]
                 print(f", added p99 at c=1 x{theirs / max(mine, 1e-9):.1f} lower", end="")
     print()
-    slow = hey(f"{results}/slow.inflight.txt")
-    if slow:
-        print(f"\n1 s upstream, thousands in flight: {slow[3]} answered, {slow[4]} errors, "
-              f"{slow[2]:.0f} req/s, p99 {slow[1]:.2f} s; Switchyard peak RSS "
-              f"{int(read(f'{results}/switchyard.rss_peak', '0')) / 1024:.1f} MB")
+    if sy and hop and hop["best_rps"]:
+        print(f"\nswitchyard / relay: max rps (any latency) {100 * sy['best_rps'] / hop['best_rps']:.0f} %", end="")
+        if rows.get("switchyard-anthropic"):
+            print(f" (anthropic translating: {100 * rows['switchyard-anthropic']['best_rps'] / hop['best_rps']:.0f} %)", end="")
+        if sy["c1"] and hop["c1"]:
+            print(f"; own cost at c=1: p50 {us(sy['c1'][0] - hop['c1'][0]):.0f} µs, p99 {us(sy['c1'][1] - hop['c1'][1]):.0f} µs", end="")
+        print()
+    levels = sorted(int(m.group(1)) for f in os.listdir(results) if (m := re.match(r"slow\.inflight(\d+)\.txt$", f)))
+    for c in levels:
+        slow = hey(f"{results}/slow.inflight{c}.txt")
+        if slow:
+            print(f"\n1 s upstream, {c} in flight: {slow[3]} answered, {slow[4]} errors, {slow[2]:.0f} req/s, "
+                  f"p99 {slow[1]:.2f} s; Switchyard peak RSS {int(read(f'{results}/inflight{c}.rss_peak', '0')) / 1024:.1f} MB, "
+                  f"openai adapter instances {read(f'{results}/inflight{c}.instances', '?').strip() or '?'}", end="")
+    idle = read(f"{results}/inflight.instances_idle")
+    if idle:
+        print(f"\nidle 80 s later: {idle.strip()} instance(s)", end="")
+    print()
     soak = read(f"{results}/soak.rss")
     if soak:
-        samples = [int(line.split()[1]) / 1024 for line in soak.splitlines() if line.strip()]
-        print(f"\nsoak: RSS MB over time (every 10 s): {' '.join(f'{s:.1f}' for s in samples)}")
+        samples = [line.split() for line in soak.splitlines() if line.strip()]
+        mb = lambda b: int(b) / 1048576
+        print(f"\nsoak: RSS MB over time (every 10 s): {' '.join(f'{int(s[1]) / 1024:.1f}' for s in samples)}")
+        print(f"soak: WAL MB {' '.join(f'{mb(s[2]):.1f}' for s in samples if len(s) > 2)}; largest {max((mb(s[2]) for s in samples if len(s) > 2), default=0):.1f}")
+        print(f"soak: journal MB {' '.join(f'{mb(s[3]):.2f}' for s in samples if len(s) > 3)}; largest {max((mb(s[3]) for s in samples if len(s) > 3), default=0):.2f}")
+        disk = read(f"{results}/soak.disk").split()
+        if len(disk) == 4 and int(disk[0]):
+            rows_, db, wal, journal = map(int, disk)
+            print(f"soak: {rows_} log rows; database {mb(db):.1f} MB = {db / rows_:.0f} bytes per logged request "
+                  f"(state and indexes included); after: WAL {mb(wal):.1f} MB, journal {mb(journal):.2f} MB")
     missing = [p for p in ["litellm", "portkey"] if p not in rows]
     if missing:
         print(f"\nnot measured (install or start failed, see bench/.work/*.log): {', '.join(missing)}")

@@ -7,7 +7,8 @@
 # 127.0.0.1; every loop is bounded in count and time. Prints one table (bench/report.py).
 #   bench/run.sh                 everything
 #   bench/run.sh --quick         shorter runs (smoke test of the harness)
-#   bench/run.sh --soak MINUTES  also a bounded soak of Switchyard, RSS over time
+#   bench/run.sh --soak MINUTES  also a full-load soak of Switchyard: RSS over time, then the
+#                                size of its WAL, journal and database per logged request
 #   bench/run.sh --only switchyard   skip installing and running the peers
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +25,8 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-if [ "$quick" = 1 ]; then N_C1=300; FIXED=3s; STEP=2s; STREAMS=30; SLOW_N=2000; SLOW_C=1000
-else N_C1=3000; FIXED=10s; STEP=5s; STREAMS=200; SLOW_N=10000; SLOW_C=5000; fi
+if [ "$quick" = 1 ]; then N_C1=300; FIXED=3s; STEP=2s; STREAMS=30; INFLIGHT=(1000 2000)
+else N_C1=3000; FIXED=10s; STEP=5s; STREAMS=200; INFLIGHT=(5000 20000); fi
 
 pin_gw="taskset -c 0"; pin_load="taskset -c 1"
 [ "$(nproc)" -ge 2 ] || { pin_gw=""; pin_load=""; }
@@ -34,7 +35,9 @@ pin_gw="taskset -c 0"; pin_load="taskset -c 1"
 if ! command -v hey >/dev/null || ! command -v wrk >/dev/null; then
     apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hey wrk >/dev/null
 fi
-ulimit -n 65536 2>/dev/null || true
+ulimit -n 131072 2>/dev/null || ulimit -n 65536 2>/dev/null || true
+# 20,000 in flight opens 40,000 loopback connections: widen the ephemeral range where allowed.
+sysctl -qw net.ipv4.ip_local_port_range="1024 65000" 2>/dev/null || true
 echo "building release binaries..." >&2
 cargo build --release --quiet
 cargo build --release --quiet --manifest-path bench/Cargo.toml
@@ -69,12 +72,11 @@ listen: 127.0.0.1:9200
 data_dir: $work/switchyard/data
 keys: [{name: bench, key: sk-bench, models: ['*']}]
 affinity: {enabled: false}
-sandbox: {pool_slots: 6000}          # an instance per request in flight (5000 in the 1 s scenario)
 sources:
   - name: openai
     base_url: http://127.0.0.1:9100/v1
     api_key: sk-upstream
-    max_concurrent: 5500
+    max_concurrent: 21000               # 20,000 in flight in the 1 s scenario
     timeout_seconds: 30
     models: [{name: bench}, {name: slow}]
   - name: claude
@@ -184,19 +186,46 @@ for t in "${targets[@]}"; do
     probe "$t" stream "$STREAMS" "${payload[$t]%\}},\"stream\":true,\"stream_options\":{\"include_usage\":true}}" > "$results/$t.stream.json"
 done
 
-# Thousands in flight against a 1 s upstream.
-echo "1 s upstream, $SLOW_C in flight..." >&2
+# Thousands in flight against a 1 s upstream: two rounds each, peak RSS of each level (the
+# peak is reset between levels), the adapter instances hosting them, and the pool once idle.
+admin="Authorization: Bearer $(cat "$work/switchyard/data/admin_token")"
+instances() {
+    curl -s -H "$admin" http://127.0.0.1:9200/admin/api/adapters |
+        python3 -c 'import json,sys; print(next(a["pool"]["instances"] for a in json.load(sys.stdin)["adapters"] if a["name"] == "openai"))'
+}
 payload[slow]='{"model":"slow","messages":[{"role":"user","content":"Hello"}]}'; url[slow]="${url[switchyard]}"
-load slow inflight -n "$SLOW_N" -c "$SLOW_C" -t 30
-echo "$(hwm_kb "$sy")" > "$results/switchyard.rss_peak"
+for c in "${INFLIGHT[@]}"; do
+    echo "1 s upstream, $c in flight..." >&2
+    echo 5 > "/proc/$sy/clear_refs" 2>/dev/null || true
+    ( sleep 1.5; instances > "$results/inflight$c.instances" ) &
+    load slow "inflight$c" -n $((c * 2)) -c "$c" -t 30
+    wait
+    echo "$(hwm_kb "$sy")" > "$results/inflight$c.rss_peak"
+done
+if [ "$quick" = 0 ]; then
+    echo "waiting for idle instances to be let go..." >&2
+    sleep 80; instances > "$results/inflight.instances_idle"
+fi
 
 # Soak: bounded, RSS every 10 s.
 if [ "$soak" != 0 ]; then
-    echo "soak: $soak min at 500 RPS..." >&2
-    ( for _ in $(seq $((soak * 6))); do echo "$(date +%s) $(rss_kb "$sy")"; sleep 10; done ) > "$results/soak.rss" &
+    echo "soak: $soak min at full load..." >&2
+    data="$work/switchyard/data"
+    size() { stat -c %s "$1" 2>/dev/null || echo 0; }
+    ( for _ in $(seq $((soak * 6))); do
+        echo "$(date +%s) $(rss_kb "$sy") $(size "$data/state.db-wal") $(size "$data/state.journal")"; sleep 10
+      done ) > "$results/soak.rss" &
     sampler=$!
-    load switchyard soak -z "${soak}m" -c 25 -q 20
+    load switchyard soak -z "${soak}m" -c 50
     wait "$sampler" || true
+    sleep 1   # the writer trails the journal by its 20 ms batch window
+    python3 - "$data/state.db" > "$results/soak.disk" <<'PY'
+import os, sqlite3, sys
+db = sys.argv[1]
+rows = sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute("select count(*) from request_logs").fetchone()[0]
+size = lambda p: os.path.getsize(p) if os.path.exists(p) else 0
+print(rows, size(db), size(db + "-wal"), size(db.removesuffix(".db") + ".journal"))
+PY
 fi
 
 python3 "$root/bench/report.py" "$results" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"

@@ -219,6 +219,7 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
         started.elapsed().as_millis()
     );
     startup::return_freed_memory();
+    startup::shrink_idle_pools(&gateway);
     let runtime = gateway.runtime();
     if runtime.config.keys.is_empty() && runtime.config.runtime_keys.is_empty() {
         tracing::warn!("no gateway keys are configured: every /v1 request will be refused (add keys: to the config)");

@@ -71,11 +71,16 @@ pub async fn build_with_clock(
             );
         }
     }
-    let wanted: u64 = config.sources.iter().map(|s| s.max_concurrent as u64).sum();
-    if wanted > config.sandbox.pool_slots as u64 {
+    // Each adapter needs an instance per `sessions_per_instance` requests in flight.
+    let instances: u64 = plugins
+        .adapters()
+        .iter()
+        .map(|a| config.adapter_concurrency(a.name()).div_ceil(config.sessions_per_instance(a.name())) as u64)
+        .sum();
+    if instances > config.sandbox.pool_slots as u64 {
         tracing::warn!(
-            "the sources' max_concurrent add up to {wanted}, over sandbox.pool_slots ({}): past that many \
-             requests in flight, attempts wait as busy; raise sandbox.pool_slots to match",
+            "the sources' max_concurrent need {instances} adapter instances at sessions_per_instance, over \
+             sandbox.pool_slots ({}): past that, attempts wait as busy; raise sandbox.pool_slots to match",
             config.sandbox.pool_slots
         );
     }
@@ -125,6 +130,23 @@ fn prune_hourly(
             }
             if let Some(days) = responses {
                 store.prune_responses(before(days));
+            }
+        }
+    });
+}
+
+/// Lets go of adapter instances idle for `IDLE_INSTANCE_TTL`, so a burst's pools shrink back
+/// (each adapter keeps one warm instance).
+pub fn shrink_idle_pools(gateway: &Arc<Gateway>) {
+    let gateway = Arc::downgrade(gateway);
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(crate::plugin::IDLE_INSTANCE_TTL / 4);
+        loop {
+            every.tick().await;
+            let Some(gateway) = gateway.upgrade() else { return };
+            let now = std::time::Instant::now();
+            for adapter in gateway.plugins.adapters() {
+                adapter.shrink_idle_pool(now);
             }
         }
     });

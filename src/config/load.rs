@@ -35,6 +35,9 @@ const MAX_BODY_LIMIT_MB: u64 = 256;
 /// recurse once per level: thousands of levels overflow the stack, and load in square time).
 const MAX_NESTING: usize = 128;
 
+/// Most sessions one adapter instance may host: past this, one slow call holds up too many.
+const MAX_SESSIONS_PER_INSTANCE: u32 = 10_000;
+
 /// An error when some line of `text` nests deeper than [`MAX_NESTING`]: indentation (two
 /// spaces a level), compact block nodes (`- - -`, `? ? ?`) and open flow brackets, together.
 fn too_deep(text: &str) -> Option<FieldError> {
@@ -667,6 +670,13 @@ impl Collector<'_> {
                 "write how many instances may exist at once, e.g. 1000",
             );
         }
+        if !(1..=MAX_SESSIONS_PER_INSTANCE).contains(&s.sessions_per_instance) {
+            self.error(
+                "sandbox.sessions_per_instance",
+                format!("must be 1 to {MAX_SESSIONS_PER_INSTANCE}"),
+                "write how many requests in flight one adapter instance hosts, e.g. 256",
+            );
+        }
     }
 
     fn shared_state(&mut self, written: super::SharedStateWritten) -> Option<super::SharedStateConfig> {
@@ -783,6 +793,13 @@ impl Collector<'_> {
                     &format!("adapters.{name}.max_instances"),
                     "must be at least 1",
                     "write how many warm instances this adapter may keep, e.g. 8",
+                );
+            }
+            if policy.sessions_per_instance.is_some_and(|n| !(1..=MAX_SESSIONS_PER_INSTANCE).contains(&n)) {
+                self.error(
+                    &format!("adapters.{name}.sessions_per_instance"),
+                    format!("must be 1 to {MAX_SESSIONS_PER_INSTANCE}"),
+                    "write how many requests in flight one instance of this adapter hosts, e.g. 16",
                 );
             }
         }

@@ -93,6 +93,8 @@ pub struct AdapterPolicy {
     pub wall_ms_per_call: Option<u64>,
     /// Most instances its pool keeps (each holds its memory while idle).
     pub max_instances: Option<u32>,
+    /// Sessions one instance hosts at once (default `sandbox.sessions_per_instance`).
+    pub sessions_per_instance: Option<u32>,
 }
 
 impl AdapterPolicy {
@@ -103,6 +105,7 @@ impl AdapterPolicy {
             cpu_per_call: self.cpu_ms_per_call.map(Duration::from_millis),
             wall_per_call: self.wall_ms_per_call.map(Duration::from_millis),
             max_instances: self.max_instances.map(|n| n as usize),
+            sessions_per_instance: self.sessions_per_instance.map(|n| n as usize),
         }
     }
 }
@@ -263,15 +266,22 @@ impl Config {
         self.sources.iter().find(|s| &s.name == name)
     }
 
-    /// Instances an adapter's pool may keep: its sources' summed `max_concurrent`, within the
-    /// adapter's own `max_instances`.
+    /// Sessions an adapter's pool may hold at once: its sources' summed `max_concurrent`,
+    /// within what the adapter's own `max_instances` can host.
     pub fn adapter_concurrency(&self, adapter: &AdapterName) -> usize {
         let wanted: usize =
             self.sources.iter().filter(|s| &s.adapter == adapter).map(|s| s.max_concurrent as usize).sum();
-        match self.adapters.get(adapter).and_then(|p| p.max_instances) {
-            Some(cap) => wanted.min(cap as usize),
+        let policy = self.adapters.get(adapter);
+        match policy.and_then(|p| p.max_instances) {
+            Some(cap) => wanted.min((cap as usize).saturating_mul(self.sessions_per_instance(adapter))),
             None => wanted,
         }
+    }
+
+    /// Sessions one instance of `adapter` hosts.
+    pub fn sessions_per_instance(&self, adapter: &AdapterName) -> usize {
+        let own = self.adapters.get(adapter).and_then(|p| p.sessions_per_instance);
+        own.unwrap_or(self.sandbox.sessions_per_instance) as usize
     }
 
     /// What the operator grants each adapter named under `adapters:`.
@@ -345,6 +355,8 @@ pub struct SandboxConfig {
     pub wall_ms_per_call: u64,
     pub max_output_mb: u32,
     pub pool_slots: u32,
+    /// Requests in flight one adapter instance hosts; their guest calls take turns.
+    pub sessions_per_instance: u32,
 }
 
 impl Default for SandboxConfig {
@@ -356,6 +368,7 @@ impl Default for SandboxConfig {
             wall_ms_per_call: d.wall_per_call.as_millis() as u64,
             max_output_mb: (d.max_output_bytes >> 20) as u32,
             pool_slots: d.pool_slots,
+            sessions_per_instance: d.sessions_per_instance as u32,
         }
     }
 }
@@ -372,6 +385,7 @@ impl SandboxConfig {
             wall_per_call: Duration::from_millis(self.wall_ms_per_call),
             max_output_bytes: (self.max_output_mb as usize) << 20,
             pool_slots: self.pool_slots,
+            sessions_per_instance: self.sessions_per_instance as usize,
         }
     }
 }

@@ -16,6 +16,8 @@ pub struct SandboxLimits {
     pub max_output_bytes: usize,
     /// Instance slots the pooling allocator reserves address space for (not memory).
     pub pool_slots: u32,
+    /// Sessions (requests in flight) one instance hosts at once; their calls take turns.
+    pub sessions_per_instance: usize,
 }
 
 impl Default for SandboxLimits {
@@ -26,6 +28,7 @@ impl Default for SandboxLimits {
             wall_per_call: Duration::from_secs(60),
             max_output_bytes: 32 << 20,
             pool_slots: 1000,
+            sessions_per_instance: 256,
         }
     }
 }
@@ -51,6 +54,9 @@ pub struct AdapterGrant {
     pub wall_per_call: Option<Duration>,
     /// Most instances its pool keeps, whatever its sources' `max_concurrent` add up to.
     pub max_instances: Option<usize>,
+    /// Sessions one of its instances hosts at once (an adapter whose calls wait in `fetch`
+    /// wants fewer: the others on its instance wait with it).
+    pub sessions_per_instance: Option<usize>,
 }
 
 impl SandboxLimits {
@@ -60,6 +66,7 @@ impl SandboxLimits {
             memory_bytes: grant.memory_bytes.unwrap_or(self.memory_bytes),
             cpu_per_call: grant.cpu_per_call.unwrap_or(self.cpu_per_call),
             wall_per_call: grant.wall_per_call.unwrap_or(self.wall_per_call),
+            sessions_per_instance: grant.sessions_per_instance.unwrap_or(self.sessions_per_instance),
             ..self.clone()
         }
     }

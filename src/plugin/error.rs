@@ -67,12 +67,25 @@ pub enum SandboxCause {
     /// The engine's instance slots (`sandbox.pool_slots`) are all in use.
     #[error("all {0} instance slots of the engine are in use (sandbox.pool_slots)")]
     SlotsExhausted(u32),
+    /// Other sessions' calls on the shared instance held it past the wall-clock bound.
+    #[error("its instance stayed busy with other sessions' calls for {} ms", .0.as_millis())]
+    InstanceBusy(Duration),
+    /// Another session's call failed the instance this session shared; this one did nothing.
+    #[error("the instance this session shared failed in another request's call")]
+    InstanceLost,
 }
 
 impl SandboxCause {
-    /// The gateway's own capacity ran out: nothing is wrong with the adapter or the source.
-    pub fn is_capacity(&self) -> bool {
-        matches!(self, SandboxCause::PoolExhausted(_) | SandboxCause::SlotsExhausted(_))
+    /// The gateway's own capacity ran out, or another request's failure took this one's
+    /// instance: nothing is wrong with this request, its adapter call or the source.
+    pub fn is_gateways_own(&self) -> bool {
+        matches!(
+            self,
+            SandboxCause::PoolExhausted(_)
+                | SandboxCause::SlotsExhausted(_)
+                | SandboxCause::InstanceBusy(_)
+                | SandboxCause::InstanceLost
+        )
     }
 }
 

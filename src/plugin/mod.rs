@@ -35,6 +35,7 @@ use bindings::{ExportsPre, FullAdapterWorld, GuestState};
 use cache::ComponentCache;
 use engine::EpochTicker;
 pub use engine::MAX_CORE_INSTANCES;
+pub use pool::{IDLE_INSTANCE_TTL, PoolStats};
 use pool::{Instance, InstancePool};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -61,7 +62,7 @@ pub struct Adapter {
     pre: ExportsPre,
     engine: Engine,
     limits: Arc<SandboxLimits>,
-    pool: InstancePool,
+    pool: Arc<InstancePool>,
     /// Time of each kind of guest call (filled in once the adapter has its name).
     call_times: CallTimes,
 }
@@ -123,18 +124,19 @@ impl Adapter {
         &self.metadata
     }
 
-    /// (capacity, idle instances) of the pool.
-    pub fn pool_stats(&self) -> (usize, usize) {
-        (self.pool.capacity(), self.pool.idle_count())
+    /// Its pool now: sessions it may hold, instances, idle instances, sessions open.
+    pub fn pool_stats(&self) -> PoolStats {
+        self.pool.stats()
     }
 
-    /// Sessions holding one of its instances now.
-    pub fn pool_in_use(&self) -> usize {
-        self.pool.in_use()
-    }
-
+    /// Bounds the sessions open at once (its instances follow, `sessions_per_instance` each).
     pub fn set_pool_capacity(&self, capacity: usize) {
         self.pool.set_capacity(capacity);
+    }
+
+    /// Lets go of instances idle for [`IDLE_INSTANCE_TTL`] before `now`, keeping one warm.
+    pub fn shrink_idle_pool(&self, now: std::time::Instant) -> usize {
+        self.pool.shrink_idle(now)
     }
 
     /// The client headers handed over when it forwards `protocol` natively; `None` when it
@@ -169,37 +171,14 @@ impl Adapter {
         now_ms: Option<u64>,
         native: bool,
     ) -> Result<AdapterSession, SandboxError> {
-        let permit =
+        let place =
             self.pool.acquire(CHECKOUT_WAIT).await.ok_or_else(|| {
                 self.sandbox_error(GuestCall::OpenSession, SandboxCause::PoolExhausted(CHECKOUT_WAIT))
             })?;
-        let mut instance = match self.pool.take_idle() {
-            Some(mut warm) => match warm.stale.take() {
-                None => warm,
-                Some(stale) => {
-                    warm.store.set_epoch_deadline(self.limits.deadline_ticks());
-                    match stale.resource_drop_async(&mut warm.store).await {
-                        Ok(()) => warm,
-                        Err(_) => self.instantiate().await?,
-                    }
-                }
-            },
-            None => self.instantiate().await?,
-        };
-        instance.store.data_mut().fixed_now_ms = now_ms;
-        instance.store.set_epoch_deadline(self.limits.deadline_ticks());
-        let opened = match (native, &instance.world.native) {
-            (false, _) => instance.world.adapter.session().call_constructor(&mut instance.store, context).await,
-            (true, Some(exports)) => exports.native_session().call_constructor(&mut instance.store, context).await,
-            (true, None) => {
-                let cause = SandboxCause::Trap("the component exports no `native` interface".into());
-                return Err(self.sandbox_error(GuestCall::OpenSession, cause));
-            }
-        };
-        match opened {
-            Ok(resource) => Ok(AdapterSession::new(self.clone(), instance, resource, native, permit)),
-            Err(e) => Err(self.sandbox_error(GuestCall::OpenSession, self.trap_cause(&e, instance.store.data()))),
-        }
+        let seat = self.pool.seat(place, || self.instantiate()).await?;
+        let mut session = AdapterSession::new(self.clone(), seat, native, now_ms);
+        session.open(context).await?;
+        Ok(session)
     }
 
     /// Asks the adapter (on a fresh instance, outside any session) for the request that lists
@@ -282,7 +261,7 @@ impl Adapter {
         });
         store.set_epoch_deadline(self.limits.deadline_ticks());
         match self.pre.instantiate_async(&mut store).await {
-            Ok(world) => Ok(Instance { store, world, stale: None }),
+            Ok(world) => Ok(Instance { store, world }),
             Err(e) => Err(self.sandbox_error(GuestCall::Instantiate, self.trap_cause(&e, store.data()))),
         }
     }
@@ -443,6 +422,7 @@ impl PluginHost {
         };
         let grant = self.grants.get(&name).cloned().unwrap_or_default();
         let limits = Arc::new(self.limits.granted(&grant));
+        let limits_per_instance = limits.sessions_per_instance;
         let mut adapter = Adapter {
             name,
             origin,
@@ -458,7 +438,7 @@ impl PluginHost {
             pre,
             engine: self.engine.clone(),
             limits,
-            pool: InstancePool::new(1),
+            pool: Arc::new(InstancePool::new(1, limits_per_instance)),
             call_times: CallTimes::default(),
         };
         adapter.call_times = CallTimes::of(&self.call_durations, &adapter.name);

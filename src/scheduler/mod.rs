@@ -89,8 +89,8 @@ pub fn verdict(error: &AttemptError) -> Verdict {
     }
 }
 
-/// What an upstream's (or the way to it) error means for the slot: `None` = the request itself
-/// was wrong.
+/// What an upstream's (or the way to it) error means for the slot: `None` = the source is not
+/// at fault (the request itself was wrong, or the gateway failed it).
 pub fn classify(error: &AttemptError) -> Option<Failure> {
     match error {
         AttemptError::Upstream { kind, retry_after, .. } => match kind {
@@ -105,6 +105,8 @@ pub fn classify(error: &AttemptError) -> Option<Failure> {
         // Translating the client's request failed: nothing was sent, the source is not at fault.
         AttemptError::Refused { .. } => None,
         AttemptError::Sandbox(e) if e.call == crate::plugin::GuestCall::TransformRequest => None,
+        // The gateway's own capacity, or another request's failure on a shared instance.
+        AttemptError::Sandbox(e) if e.cause.is_gateways_own() => None,
         AttemptError::Sandbox(_)
         | AttemptError::BadAdapterOutput { .. }
         | AttemptError::Transport { .. }

@@ -144,8 +144,9 @@ async fn serve(
                 );
                 return Ok(attempt::reply(name, done, books));
             }
-            // Out of the gateway's own instance capacity: busy, like a full source; nothing cools.
-            Err(AttemptError::Sandbox(e)) if e.cause.is_capacity() => {
+            // The gateway's own capacity or instance failed it: busy, like a full source;
+            // nothing cools.
+            Err(AttemptError::Sandbox(e)) if e.cause.is_gateways_own() => {
                 report.note(&candidate, e.to_string());
             }
             Err(e) => {

@@ -29,14 +29,13 @@ impl FrontDoor {
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
+/// The envelope middleware as a plain function pointer (so the layer's type can be named).
+type Envelope = fn(State<&'static FrontDoor>, Request, Next) -> BoxFuture<'static, Response>;
+
 /// The envelope of one front door, as a layer on its routes.
 pub fn layer(
     door: &'static FrontDoor,
-) -> axum::middleware::FromFnLayer<
-    fn(State<&'static FrontDoor>, Request, Next) -> BoxFuture<'static, Response>,
-    &'static FrontDoor,
-    (State<&'static FrontDoor>, Request),
-> {
+) -> axum::middleware::FromFnLayer<Envelope, &'static FrontDoor, (State<&'static FrontDoor>, Request)> {
     axum::middleware::from_fn_with_state(door, |State(door), request, next| Box::pin(envelope(door, request, next)))
 }
 

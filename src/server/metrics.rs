@@ -128,6 +128,7 @@ pub struct Metrics {
     pool_capacity: Family<AdapterLabels, Gauge>,
     pool_idle: Family<AdapterLabels, Gauge>,
     pool_in_use: Family<AdapterLabels, Gauge>,
+    pool_instances: Family<AdapterLabels, Gauge>,
 }
 
 impl Metrics {
@@ -217,11 +218,17 @@ impl Metrics {
             journal_backlog.clone(),
         );
         let pool_capacity = Family::<AdapterLabels, Gauge>::default();
-        registry.register("switchyard_pool_capacity", "Instances each adapter's pool may hold", pool_capacity.clone());
+        registry.register(
+            "switchyard_pool_capacity",
+            "Sessions (requests in flight) each adapter's pool may hold",
+            pool_capacity.clone(),
+        );
         let pool_idle = Family::<AdapterLabels, Gauge>::default();
-        registry.register("switchyard_pool_idle", "Warm idle instances in each adapter's pool", pool_idle.clone());
+        registry.register("switchyard_pool_idle", "Warm instances of each adapter with no session", pool_idle.clone());
         let pool_in_use = Family::<AdapterLabels, Gauge>::default();
-        registry.register("switchyard_pool_in_use", "Instances of each adapter held by sessions", pool_in_use.clone());
+        registry.register("switchyard_pool_in_use", "Sessions open on each adapter's instances", pool_in_use.clone());
+        let pool_instances = Family::<AdapterLabels, Gauge>::default();
+        registry.register("switchyard_pool_instances", "Live instances of each adapter", pool_instances.clone());
         let build = Family::<BuildLabels, Gauge>::default();
         build.get_or_create(&BuildLabels { version: env!("CARGO_PKG_VERSION") }).set(1);
         registry.register("switchyard_build_info", "The running version", build);
@@ -246,6 +253,7 @@ impl Metrics {
             pool_capacity,
             pool_idle,
             pool_in_use,
+            pool_instances,
         }
     }
 
@@ -370,12 +378,14 @@ impl Metrics {
         self.pool_capacity.clear();
         self.pool_idle.clear();
         self.pool_in_use.clear();
+        self.pool_instances.clear();
         for adapter in gw.plugins.adapters() {
-            let (capacity, idle) = adapter.pool_stats();
+            let pool = adapter.pool_stats();
             let labels = AdapterLabels { adapter: adapter.name().to_string() };
-            self.pool_capacity.get_or_create(&labels).set(capacity as i64);
-            self.pool_idle.get_or_create(&labels).set(idle as i64);
-            self.pool_in_use.get_or_create(&labels).set(adapter.pool_in_use() as i64);
+            self.pool_capacity.get_or_create(&labels).set(pool.capacity as i64);
+            self.pool_idle.get_or_create(&labels).set(pool.idle as i64);
+            self.pool_in_use.get_or_create(&labels).set(pool.sessions as i64);
+            self.pool_instances.get_or_create(&labels).set(pool.instances as i64);
         }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String");

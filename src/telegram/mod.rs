@@ -139,10 +139,10 @@ impl Bot {
         }
         let Some(command) = parse(&text) else { return };
         tracing::info!(chat, command = command.name(), "telegram command");
-        if let Some(id) = callback {
-            if let Err(e) = self.api.answer_callback(&id, command.name()).await {
-                tracing::warn!(chat, "telegram: could not answer the button press: {e}");
-            }
+        if let Some(id) = callback
+            && let Err(e) = self.api.answer_callback(&id, command.name()).await
+        {
+            tracing::warn!(chat, "telegram: could not answer the button press: {e}");
         }
         let (reply, keyboard) = replies::run(&self.admin, &command).await;
         self.send(chat, &reply, keyboard).await;

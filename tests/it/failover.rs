@@ -244,7 +244,7 @@ async fn a_source_at_max_concurrent_queues_briefly_then_hands_over_to_the_next()
 async fn running_out_of_engine_instance_slots_is_busy_not_a_source_failure() {
     let mock = MockUpstream::start().await;
     let yaml = config_with(&format!(
-        "sandbox: {{pool_slots: 2}}\nsources:\n  - name: a\n    base_url: {url}\n    models: [{{name: held}}, {{name: shared, upstream: fixture}}]\n",
+        "sandbox: {{pool_slots: 2, sessions_per_instance: 1}}\nsources:\n  - name: a\n    base_url: {url}\n    models: [{{name: held}}, {{name: shared, upstream: fixture}}]\n",
         url = mock.url
     ));
     let gw = TestGateway::start(&yaml).await;

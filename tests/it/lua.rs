@@ -208,13 +208,17 @@ async fn hostile_scripts_fail_their_attempt_clearly_and_the_gateway_keeps_servin
         let message = response.json::<Value>().await.unwrap()["error"]["message"].as_str().unwrap().to_string();
         assert!(message.contains(why), "{name}: {message}");
         let adapter = gw.gateway.plugins.adapter(&switchyard::config::AdapterName::new(name)).unwrap();
-        assert_eq!(adapter.pool_stats().1, 0, "{name}: the instance that failed was discarded, not pooled");
+        assert_eq!(adapter.pool_stats().instances, 0, "{name}: the instance that failed was let go, not pooled");
         // The gateway is unharmed: a good script still answers, and keeps its warm instance.
         let ok = gw.chat(json!({"model": "fine-m", "messages": [{"role": "user", "content": "x"}]})).await;
         assert_eq!(ok.status(), 200, "after {name}");
     }
     let fine = gw.gateway.plugins.adapter(&switchyard::config::AdapterName::new("fine")).unwrap();
-    assert_eq!(fine.pool_stats().1, 1, "one warm instance, reused by every request");
+    assert_eq!(
+        (fine.pool_stats().instances, fine.pool_stats().idle),
+        (1, 1),
+        "one warm instance, reused by every request"
+    );
 
     // Errors in every function: a stream chunk's error forwards the upstream's own line (the
     // legacy contract), so the stream still arrives whole; a response fails clearly.
@@ -301,4 +305,36 @@ async fn a_script_uploaded_while_a_stream_is_in_flight_leaves_the_stream_alone()
     let body: Value =
         gw.chat(json!({"model": "acme-m", "messages": [{"role": "user", "content": "x"}]})).await.json().await.unwrap();
     assert_eq!(body["choices"][0]["message"]["content"], "hello there", "new requests get the new script");
+}
+
+#[tokio::test]
+async fn a_trap_in_a_shared_instance_ends_the_streams_on_it_clearly_and_cools_nothing() {
+    let mock = MockUpstream::start().await;
+    let script = "return { name = 'mux', transform_request = function(raw) \
+        if raw:find('spin') then while true do end end return raw end }";
+    let gw = with_scripts(&mock, &[("mux", script)], "sandbox: {cpu_ms_per_call: 300}\n").await;
+    let adapter = gw.gateway.plugins.adapter(&switchyard::config::AdapterName::new("mux")).unwrap();
+    // A stream open on the adapter's one instance: its first event arrived, the rest are held.
+    let stream =
+        gw.chat(json!({"model": "mux-g", "stream": true, "messages": [{"role": "user", "content": "x"}]})).await;
+    assert_eq!(stream.status(), 200);
+    assert_eq!((adapter.pool_stats().instances, adapter.pool_stats().sessions), (1, 1));
+
+    // Another request, seated on the same instance, traps it.
+    let spin = gw.chat(json!({"model": "mux-m", "messages": [{"role": "user", "content": "spin"}]})).await;
+    assert_eq!(spin.status(), 502);
+    let message = spin.json::<Value>().await.unwrap()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("exceeded its CPU bound"), "{message}");
+
+    // The stream's next event meets the lost instance: it ends in an error that says so.
+    mock.state.gate.add_permits(100);
+    let text = stream.text().await.unwrap();
+    assert!(text.contains("failed in another request's call"), "{text}");
+    let (_, done) = openai_events(&text);
+    assert!(!done, "a cut stream is never reported complete");
+    assert!(gw.gateway.scheduler.health().is_empty(), "neither the source nor the stream's request was at fault");
+
+    // A fresh instance serves the next request.
+    let ok = gw.chat(json!({"model": "mux-m", "messages": [{"role": "user", "content": "x"}]})).await;
+    assert_eq!(ok.status(), 200);
 }

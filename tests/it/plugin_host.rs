@@ -42,23 +42,26 @@ async fn pools_grow_lazily_and_wait_at_their_bound() {
     let (host, _) = PluginHost::load(SandboxLimits::default(), None, None, Default::default()).await.unwrap();
     let adapter = host.adapter(&AdapterName::new("openai")).unwrap().clone();
     adapter.set_pool_capacity(1);
-    assert_eq!(adapter.pool_stats(), (1, 0), "nothing is preallocated");
+    assert_eq!((adapter.pool_stats().capacity, adapter.pool_stats().instances), (1, 0), "nothing is preallocated");
 
     let ctx = context();
     let first = adapter.open_session(&ctx).await.unwrap();
     let mut second = Box::pin(adapter.open_session(&ctx));
     assert!(futures::poll!(&mut second).is_pending(), "the bound holds while a session is open");
     drop(first);
-    assert_eq!(adapter.pool_stats().1, 1, "a clean session returns its instance");
+    assert_eq!(adapter.pool_stats().idle, 1, "a clean session leaves its instance warm");
     let second = second.await.unwrap();
-    assert_eq!(adapter.pool_stats().1, 0, "the waiting session got the warm instance");
+    assert_eq!(adapter.pool_stats().idle, 0, "the waiting session got the warm instance");
     drop(second);
 
     adapter.set_pool_capacity(3);
     let sessions: Vec<_> = futures::future::join_all((0..3).map(|_| adapter.open_session(&ctx))).await;
     assert!(sessions.iter().all(Result::is_ok));
+    let stats = adapter.pool_stats();
+    assert_eq!((stats.instances, stats.sessions), (1, 3), "three sessions share the one instance");
     drop(sessions);
-    assert_eq!(adapter.pool_stats(), (3, 3));
+    let stats = adapter.pool_stats();
+    assert_eq!((stats.capacity, stats.instances, stats.idle, stats.sessions), (3, 1, 1, 0));
 }
 
 #[tokio::test]
@@ -68,7 +71,7 @@ async fn pool_capacity_is_the_summed_max_concurrent_of_its_sources() {
     );
     let gw = crate::support::TestGateway::start(&yaml).await;
     let adapter = gw.gateway.plugins.adapter(&AdapterName::new("openai")).unwrap();
-    assert_eq!(adapter.pool_stats(), (7, 0));
+    assert_eq!((adapter.pool_stats().capacity, adapter.pool_stats().instances), (7, 0));
 }
 
 #[tokio::test]
@@ -91,4 +94,82 @@ async fn a_session_transforms_a_request_through_the_real_component() {
     assert!(body.get("disable_thinking").is_none());
     let verdict = session.transform_request("[1,2]").await.unwrap().unwrap_err();
     assert_eq!(verdict.kind, switchyard::plugin::ErrorKind::BadRequest);
+}
+
+/// A Lua adapter that passes requests through, and spins past its CPU bound on one that says
+/// "spin" (the epoch deadline traps the instance).
+const SPIN_ON_REQUEST: &str = "return { name = 'mux', transform_request = function(raw) if raw:find('spin') then while true do end end return raw end }";
+
+const UNIFIED: &str = r#"{"model":"alias","messages":[{"role":"user","content":"hi"}]}"#;
+
+#[tokio::test]
+async fn sessions_share_instances_up_to_their_bound_and_idle_ones_shrink_back() {
+    let limits = SandboxLimits { sessions_per_instance: 4, ..Default::default() };
+    let (host, _) = PluginHost::load(limits, None, None, Default::default()).await.unwrap();
+    let adapter = host.adapter(&AdapterName::new("openai")).unwrap();
+    adapter.set_pool_capacity(100);
+    let ctx = context();
+    let mut sessions: Vec<_> = futures::future::join_all((0..10).map(|_| adapter.open_session(&ctx)))
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let stats = adapter.pool_stats();
+    assert_eq!((stats.instances, stats.sessions), (3, 10), "four sessions an instance: 4 + 4 + 2");
+    // Every session translates, two at once on one instance taking turns.
+    let (first, rest) = sessions.split_at_mut(1);
+    let (a, b) = futures::join!(first[0].transform_request(UNIFIED), rest[0].transform_request(UNIFIED));
+    assert!(a.unwrap().is_ok() && b.unwrap().is_ok());
+    for session in &mut sessions {
+        assert!(session.transform_request(UNIFIED).await.unwrap().is_ok());
+    }
+    drop(sessions);
+    let stats = adapter.pool_stats();
+    assert_eq!((stats.instances, stats.idle, stats.sessions), (3, 3, 0));
+
+    // Within the idle time nothing goes; past it all but one warm instance do.
+    let now = std::time::Instant::now();
+    assert_eq!(adapter.shrink_idle_pool(now), 0);
+    assert_eq!(adapter.shrink_idle_pool(now + switchyard::plugin::IDLE_INSTANCE_TTL), 2);
+    assert_eq!(adapter.pool_stats().instances, 1);
+    let mut again = adapter.open_session(&ctx).await.unwrap();
+    assert!(again.transform_request(UNIFIED).await.unwrap().is_ok());
+    assert_eq!(adapter.pool_stats().instances, 1, "the warm one serves the next session");
+}
+
+#[tokio::test]
+async fn a_trap_loses_the_sessions_on_its_instance_with_a_clear_error_and_no_other() {
+    let cpu = std::time::Duration::from_millis(300);
+    let limits = SandboxLimits { cpu_per_call: cpu, sessions_per_instance: 3, ..Default::default() };
+    let (host, _) = PluginHost::load(limits, None, None, Default::default()).await.unwrap();
+    let origin = switchyard::plugin::AdapterOrigin::Builtin;
+    let adapter = host.check_lua(&AdapterName::new("mux"), origin, SPIN_ON_REQUEST).await.unwrap();
+    adapter.set_pool_capacity(10);
+    let ctx = context();
+    let mut sessions: Vec<_> = futures::future::join_all((0..5).map(|_| adapter.open_session(&ctx)))
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(adapter.pool_stats().instances, 2, "3 + 2");
+
+    // The first session's own call traps its instance: it is told why.
+    let trapped = sessions[0].transform_request(r#"{"spin":1}"#).await.unwrap_err();
+    assert!(matches!(trapped.cause, switchyard::plugin::SandboxCause::CpuLimit(_)), "{trapped}");
+    // The two that shared it are lost, named as another request's doing; the two on the other
+    // instance go on.
+    for lost in &mut sessions[1..3] {
+        let error = lost.transform_request(UNIFIED).await.unwrap_err();
+        assert!(matches!(error.cause, switchyard::plugin::SandboxCause::InstanceLost), "{error}");
+        assert!(error.cause.is_gateways_own());
+    }
+    for fine in &mut sessions[3..] {
+        assert!(fine.transform_request(UNIFIED).await.unwrap().is_ok());
+    }
+    // The failed instance takes no new session: a new one lands beside the survivors.
+    let mut next = adapter.open_session(&ctx).await.unwrap();
+    assert!(next.transform_request(UNIFIED).await.unwrap().is_ok());
+    drop(sessions);
+    drop(next);
+    assert_eq!(adapter.pool_stats().instances, 1, "the failed instance was let go");
 }

@@ -66,10 +66,10 @@ async fn a_client_hang_up_cancels_the_upstream_request() {
 
     // The instance went back to the pool and the gateway keeps serving.
     let adapter = gw.gateway.plugins.adapter(&switchyard::config::AdapterName::new("openai")).unwrap();
-    assert_eq!(adapter.pool_stats().1, 1, "the stream's instance is back in the pool");
+    assert_eq!(adapter.pool_stats().idle, 1, "the stream's instance is back in the pool");
     let response = gw.chat(chat_body("fixture", false)).await;
     assert_eq!(response.status(), 200);
-    assert_eq!(adapter.pool_stats().1, 1, "and was reused");
+    assert_eq!(adapter.pool_stats().idle, 1, "and was reused");
 }
 
 fn error_event(event: &str) -> Value {

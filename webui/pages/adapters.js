@@ -127,7 +127,7 @@ export default function AdaptersPage() {
       ? html`<${Pill} kind="info">built-in<//>`
       : html`<${Pill} kind="ok" title=${a.file ?? ''}>file<//> <span class="mono muted wrap-any">${a.file ?? ''}</span>`) },
     { key: 'lua', label: 'Kind', render: (a) => (a.lua ? 'Lua' : 'WASM') },
-    { key: 'pool', label: 'Pool (idle / capacity)', num: true, render: (a) => `${a.pool?.idle ?? 0} / ${a.pool?.capacity ?? 0}` },
+    { key: 'pool', label: 'In flight / instances', num: true, render: (a) => `${a.pool?.sessions ?? 0} / ${a.pool?.instances ?? 0}` },
     { key: 'used_by', label: 'Used by', render: (a) => html`<${Chips} items=${a.used_by ?? []} empty="no source" />` },
     { key: 'actions', label: 'Actions', class: 'actions', render: (a) => html`<div class="btn-group">
       ${a.lua ? html`<${Button} size="sm" aria-label=${`View source of ${a.name}`} onClick=${() => setDialog({ kind: 'source', a })}>View source<//>` : null}

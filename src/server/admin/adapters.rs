@@ -22,7 +22,7 @@ use crate::server::error::ApiError;
 pub const MAX_UPLOAD: usize = 64 << 20;
 
 fn adapter_json(gw: &Gateway, adapter: &Adapter) -> Value {
-    let (capacity, idle) = adapter.pool_stats();
+    let pool = adapter.pool_stats();
     let m = adapter.metadata();
     let used_by: Vec<String> = gw
         .runtime()
@@ -39,7 +39,8 @@ fn adapter_json(gw: &Gateway, adapter: &Adapter) -> Value {
     json!({
         "name": adapter.name(), "version": m.version, "protocol": m.protocol, "origin": origin, "file": file,
         "lua": adapter.is_lua(), "native": adapter.native_protocols().collect::<Vec<_>>(),
-        "pool": {"capacity": capacity, "idle": idle}, "used_by": used_by,
+        "pool": {"capacity": pool.capacity, "instances": pool.instances, "idle": pool.idle, "sessions": pool.sessions},
+        "used_by": used_by,
     })
 }
 
