@@ -72,6 +72,7 @@ listen: 127.0.0.1:9200
 data_dir: $work/switchyard/data
 keys: [{name: bench, key: sk-bench, models: ['*']}]
 affinity: {enabled: false}
+server: {max_connections: 25000, max_in_flight: 25000}   # 20,000 in flight in the 1 s scenario
 sources:
   - name: openai
     base_url: http://127.0.0.1:9100/v1
@@ -197,9 +198,9 @@ payload[slow]='{"model":"slow","messages":[{"role":"user","content":"Hello"}]}';
 for c in "${INFLIGHT[@]}"; do
     echo "1 s upstream, $c in flight..." >&2
     echo 5 > "/proc/$sy/clear_refs" 2>/dev/null || true
-    ( sleep 1.5; instances > "$results/inflight$c.instances" ) &
+    ( sleep 1.5; instances > "$results/inflight$c.instances" ) & sampler=$!
     load slow "inflight$c" -n $((c * 2)) -c "$c" -t 30
-    wait
+    wait "$sampler" || true
     echo "$(hwm_kb "$sy")" > "$results/inflight$c.rss_peak"
 done
 if [ "$quick" = 0 ]; then

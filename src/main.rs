@@ -199,7 +199,7 @@ async fn check(config: switchyard::config::LoadedConfig) -> ExitCode {
 }
 
 async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
-    let listen = config.base.listen;
+    let listen = config.settings().listen;
     let started = std::time::Instant::now();
     let (gateway, report) = match startup::build(config).await {
         Ok(built) => built,
@@ -236,8 +236,8 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
     match switchyard::server::serve(Arc::clone(&gateway), listen, shutdown).await {
         Ok((addr, handle)) => {
             tracing::info!("switchyard listening on http://{addr}");
-            announce_webui(&gateway.base.admin_token, addr);
-            if let Some(telegram) = &gateway.base.telegram {
+            announce_webui(&gateway.settings.admin_token, addr);
+            if let Some(telegram) = &gateway.settings.telegram {
                 let bot =
                     switchyard::telegram::Bot::new(gateway.clone(), telegram, Arc::new(switchyard::telegram::Sleep));
                 Arc::new(bot).spawn();

@@ -26,40 +26,39 @@ pub async fn build_with_clock(
     mut loaded: LoadedConfig,
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
-    let data_dir = &loaded.effective.data_dir;
+    let data_dir = &loaded.settings().data_dir;
     crate::private_fs::create_dir(data_dir)
         .map_err(|e| anyhow::anyhow!("cannot create data_dir {}: {e}", data_dir.display()))?;
-    if loaded.base.admin_token == AdminToken::Auto {
-        let file = loaded.base.admin_token_file();
+    if loaded.settings().admin_token == AdminToken::Auto {
+        let file = loaded.settings().admin_token_file();
         let token = stored_admin_token(&file)
             .map_err(|e| anyhow::anyhow!("cannot keep the admin token in {}: {e}", file.display()))?;
-        loaded.base.admin_token = AdminToken::Stored(token, file);
-        loaded.effective.admin_token = loaded.base.admin_token.clone();
+        loaded.update_settings(|s| s.admin_token = AdminToken::Stored(token, file));
     }
-    let config = &loaded.effective;
+    let (config, settings) = (&loaded.effective, loaded.settings());
     // Files an older version wrote 644: the runtime file holds upstream keys.
-    let uploads = std::fs::read_dir(&config.adapter_dir)
+    let uploads = std::fs::read_dir(&settings.adapter_dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
         .map(|entry| entry.path());
-    for file in std::iter::once(config.runtime_file.clone()).chain(uploads) {
+    for file in std::iter::once(settings.runtime_file.clone()).chain(uploads) {
         if let Err(e) = crate::private_fs::restrict(&file) {
             tracing::warn!(file = %file.display(), "cannot make the file private (mode 600): {e}");
         }
     }
-    let store = Arc::new(crate::state::StateStore::start(&config.state_db())?);
-    let logs = config.log_retention_days.filter(|d| *d > 0);
-    let responses = config.response_retention_days.filter(|d| *d > 0);
+    let store = Arc::new(crate::state::StateStore::start(&settings.state_db())?);
+    let logs = settings.log_retention_days.filter(|d| *d > 0);
+    let responses = settings.response_retention_days.filter(|d| *d > 0);
     if logs.is_some() || responses.is_some() {
         prune_hourly(store.clone(), clock.clone(), logs, responses);
     }
     let (plugins, report) = PluginHost::load(
-        config.sandbox.limits(config.body_limit_bytes),
-        Some(config.component_cache_dir()),
-        Some(&config.adapter_dir),
-        config.adapter_grants(),
+        settings.sandbox.limits(settings.body_limit_bytes),
+        Some(settings.component_cache_dir()),
+        Some(&settings.adapter_dir),
+        settings.adapter_grants(),
     )
     .await?;
     for source in &config.sources {
@@ -75,17 +74,17 @@ pub async fn build_with_clock(
     let instances: u64 = plugins
         .adapters()
         .iter()
-        .map(|a| config.adapter_concurrency(a.name()).div_ceil(config.sessions_per_instance(a.name())) as u64)
+        .map(|a| config.adapter_concurrency(a.name()).div_ceil(settings.sessions_per_instance(a.name())) as u64)
         .sum();
-    if instances > config.sandbox.pool_slots as u64 {
+    if instances > settings.sandbox.pool_slots as u64 {
         tracing::warn!(
             "the sources' max_concurrent need {instances} adapter instances at sessions_per_instance, over \
              sandbox.pool_slots ({}): past that, attempts wait as busy; raise sandbox.pool_slots to match",
-            config.sandbox.pool_slots
+            settings.sandbox.pool_slots
         );
     }
     // With replicas, the scheduler's changes also go to the others (see `crate::shared`).
-    let shared = config.shared_state.clone().map(crate::shared::Shared::new).transpose()?;
+    let shared = settings.shared_state.clone().map(crate::shared::Shared::new).transpose()?;
     let persist: Arc<dyn Persist> = match &shared {
         Some(shared) => shared.persist(store.clone()),
         None => store.clone(),

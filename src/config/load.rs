@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_yaml::{Mapping, Value};
@@ -14,7 +15,7 @@ use super::locate::LineIndex;
 use super::runtime::{AutoChains, ChainSlot, RuntimeFile, SlotConfig, merge};
 use super::{
     AdminToken, ChannelSelection, Config, KeyConfig, KeyName, ModelKind, RouteConfig, RouteMode, SandboxConfig, Secret,
-    SourceConfig, SourceName,
+    Settings, SourceConfig, SourceName,
 };
 use crate::domain::{AUTO, AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota, SandboxLimits, ScoringPolicy};
 
@@ -117,7 +118,7 @@ pub fn load(file: &Path, adapters: &[&str]) -> Result<LoadedConfig, ConfigError>
     let text =
         std::fs::read_to_string(file).map_err(|source| ConfigError::Read { file: file.to_path_buf(), source })?;
     let base = load_str(&text, file, &|name| std::env::var(name).ok(), adapters)?;
-    let runtime_file = base.runtime_file.clone();
+    let runtime_file = base.settings.runtime_file.clone();
     match std::fs::read_to_string(&runtime_file) {
         Ok(text) => {
             let effective = load_runtime_str(&text, &runtime_file, &base, adapters)?;
@@ -131,12 +132,27 @@ pub fn load(file: &Path, adapters: &[&str]) -> Result<LoadedConfig, ConfigError>
     }
 }
 
-/// config.yaml, the runtime file, and the two merged.
+/// config.yaml, the runtime file, and the two merged (the two catalogs share one settings).
 #[derive(Debug, Clone)]
 pub struct LoadedConfig {
     pub base: Config,
     pub runtime: RuntimeFile,
     pub effective: Config,
+}
+
+impl LoadedConfig {
+    pub fn settings(&self) -> &Arc<Settings> {
+        &self.base.settings
+    }
+
+    /// Changes a setting in the one copy both catalogs share.
+    pub fn update_settings(&mut self, change: impl FnOnce(&mut Settings)) {
+        let mut settings = Settings::clone(&self.base.settings);
+        change(&mut settings);
+        let settings = Arc::new(settings);
+        self.effective.settings = Arc::clone(&settings);
+        self.base.settings = settings;
+    }
 }
 
 /// `base` with the runtime file `text` merged in; errors (of types and of meaning, all at
@@ -220,7 +236,7 @@ pub fn with_runtime(base: &Config, runtime: &RuntimeFile, adapters: &[&str]) -> 
     let mut c = Collector { index: LineIndex::default(), errors: Vec::new(), env: &env, positions: Default::default() };
     let mut config = merge(base, runtime);
     let mut known: Vec<String> = adapters.iter().map(|s| s.to_string()).collect();
-    known.extend(adapter_names(&base.adapter_dir));
+    known.extend(adapter_names(&base.settings.adapter_dir));
     c.check_sources(&runtime.sources, &known);
     c.check_routes(&runtime.routes, &config.routes, &config.sources);
     for (i, name) in runtime.deleted_sources.iter().enumerate() {
@@ -461,7 +477,7 @@ impl Collector<'_> {
             }
         }
 
-        Some(Config {
+        let settings = Settings {
             listen: listen?,
             admin_token,
             data_dir,
@@ -473,7 +489,6 @@ impl Collector<'_> {
             cooldown,
             default_model,
             runtime_file,
-            channel_selection,
             priority_orders,
             scoring,
             affinity,
@@ -485,6 +500,10 @@ impl Collector<'_> {
             telegram,
             shared_state,
             adapters: adapter_policies,
+        };
+        Some(Config {
+            settings: Arc::new(settings),
+            channel_selection,
             keys,
             sources,
             routes,

@@ -11,6 +11,7 @@ mod runtime;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -26,8 +27,10 @@ use crate::domain::{
     AdapterGrant, AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota, SandboxLimits, ScoringPolicy,
 };
 
+/// What only a restart changes: addresses, directories, limits, policies and integrations.
+/// Loaded once; config.yaml's catalog and every runtime catalog share it.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct Settings {
     pub listen: SocketAddr,
     pub admin_token: AdminToken,
     pub data_dir: PathBuf,
@@ -44,7 +47,6 @@ pub struct Config {
     pub default_model: Option<String>,
     /// The file the WebUI edits: AUTO chains (read at start).
     pub runtime_file: PathBuf,
-    pub channel_selection: ChannelSelection,
     /// `priority` ordering: requested model (or `*`) → sources, first preferred.
     pub priority_orders: BTreeMap<String, Vec<SourceName>>,
     pub scoring: ScoringPolicy,
@@ -65,6 +67,14 @@ pub struct Config {
     pub telegram: Option<TelegramConfig>,
     /// Replicas sharing their state through Redis; each process alone when left out.
     pub shared_state: Option<SharedStateConfig>,
+}
+
+/// The configuration in use: the settings, and the catalog the admin API, the WebUI and the
+/// runtime file change while the gateway runs (keys, sources, routes, AUTO chains, mode).
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub settings: Arc<Settings>,
+    pub channel_selection: ChannelSelection,
     pub keys: Vec<KeyConfig>,
     pub sources: Vec<SourceConfig>,
     /// Aliases with a processing mode.
@@ -242,7 +252,7 @@ impl AdminToken {
     }
 }
 
-impl Config {
+impl Settings {
     /// Where an `auto` admin token is kept.
     pub fn admin_token_file(&self) -> PathBuf {
         self.data_dir.join("admin_token")
@@ -256,7 +266,19 @@ impl Config {
         self.cache_dir.clone().unwrap_or_else(|| self.data_dir.join("cache"))
     }
 
-    /// Sum of `max_concurrent` over the sources using `adapter`: its instance pool's bound.
+    /// Sessions one instance of `adapter` hosts.
+    pub fn sessions_per_instance(&self, adapter: &AdapterName) -> usize {
+        let own = self.adapters.get(adapter).and_then(|p| p.sessions_per_instance);
+        own.unwrap_or(self.sandbox.sessions_per_instance) as usize
+    }
+
+    /// What the operator grants each adapter named under `adapters:`.
+    pub fn adapter_grants(&self) -> std::collections::HashMap<AdapterName, AdapterGrant> {
+        self.adapters.iter().map(|(name, policy)| (name.clone(), policy.grant())).collect()
+    }
+}
+
+impl Config {
     /// The route `alias` names for keys of `group`.
     pub fn route(&self, group: &GroupName, alias: &str) -> Option<&RouteConfig> {
         self.routes.iter().find(|r| &r.group == group && r.alias == alias)
@@ -271,22 +293,11 @@ impl Config {
     pub fn adapter_concurrency(&self, adapter: &AdapterName) -> usize {
         let wanted: usize =
             self.sources.iter().filter(|s| &s.adapter == adapter).map(|s| s.max_concurrent as usize).sum();
-        let policy = self.adapters.get(adapter);
-        match policy.and_then(|p| p.max_instances) {
-            Some(cap) => wanted.min((cap as usize).saturating_mul(self.sessions_per_instance(adapter))),
+        let settings = &self.settings;
+        match settings.adapters.get(adapter).and_then(|p| p.max_instances) {
+            Some(cap) => wanted.min((cap as usize).saturating_mul(settings.sessions_per_instance(adapter))),
             None => wanted,
         }
-    }
-
-    /// Sessions one instance of `adapter` hosts.
-    pub fn sessions_per_instance(&self, adapter: &AdapterName) -> usize {
-        let own = self.adapters.get(adapter).and_then(|p| p.sessions_per_instance);
-        own.unwrap_or(self.sandbox.sessions_per_instance) as usize
-    }
-
-    /// What the operator grants each adapter named under `adapters:`.
-    pub fn adapter_grants(&self) -> std::collections::HashMap<AdapterName, AdapterGrant> {
-        self.adapters.iter().map(|(name, policy)| (name.clone(), policy.grant())).collect()
     }
 }
 

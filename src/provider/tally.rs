@@ -1,8 +1,8 @@
 //! What a unified answer adds up to, for the books: the tokens it used (quotas) and the
 //! assistant message it produced (affinity binds the conversation's next turn by it).
 
-use serde::Deserialize;
 use serde_json::{Value, json};
+use switchyard_unified::{Choice, Message, Reply, UsageJson};
 
 /// Tool calls one answer may carry in the books; an upstream's index is untrusted input, and
 /// calls past this bound are left out of the tally (the client still gets them).
@@ -16,9 +16,11 @@ pub struct Tally {
     /// Prompt tokens served from the upstream's cache, when it says.
     pub cached_tokens: Option<u64>,
     total_tokens: Option<u64>,
-    /// The upstream reported usage; without it the tokens are an estimate.
-    usage_seen: bool,
-    /// Whether `prompt_tokens`/`completion_tokens` are the gateway's estimate.
+    /// Which counts the upstream reported (a number; `null` or absent is not a report): the
+    /// others are estimated, never taken as 0.
+    prompt_seen: bool,
+    completion_seen: bool,
+    /// Whether `prompt_tokens`/`completion_tokens` are (partly) the gateway's estimate.
     pub estimated: bool,
     content: String,
     /// Bytes of reasoning text and of the choices after the first (counted, not kept).
@@ -32,72 +34,15 @@ pub struct Tally {
 /// Longest finish reason kept.
 const MAX_FINISH_REASON: usize = 64;
 
-#[derive(Deserialize)]
-struct Usage {
-    #[serde(default)]
-    prompt_tokens: u64,
-    #[serde(default)]
-    completion_tokens: u64,
-    total_tokens: Option<u64>,
-    prompt_tokens_details: Option<PromptDetails>,
-}
-
-#[derive(Deserialize)]
-struct PromptDetails {
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Deserialize, Default)]
-struct Function {
-    name: Option<String>,
-    arguments: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ToolCall {
-    index: Option<u64>,
-    id: Option<String>,
-    #[serde(default)]
-    function: Function,
-}
-
-#[derive(Deserialize, Default)]
-struct Message {
-    /// A string in every unified answer; anything else is left uncounted, not fatal.
-    content: Option<Value>,
-    reasoning_content: Option<Value>,
-    #[serde(default)]
-    tool_calls: Vec<ToolCall>,
-}
-
-impl Message {
-    /// Bytes of text it carries: content, reasoning and tool calls.
-    fn generated_bytes(&self) -> usize {
-        let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).map_or(0, str::len);
-        let calls: usize = self
-            .tool_calls
-            .iter()
-            .map(|c| {
-                c.function.name.as_ref().map_or(0, String::len) + c.function.arguments.as_ref().map_or(0, String::len)
-            })
-            .sum();
-        text(&self.content) + text(&self.reasoning_content) + calls
-    }
-}
-
-#[derive(Deserialize)]
-struct Choice {
-    message: Option<Message>,
-    delta: Option<Message>,
-    finish_reason: Option<Value>,
-}
-
-/// The parts of a unified response or chunk the books need; the rest is skipped unread.
-#[derive(Deserialize)]
-struct View {
-    #[serde(default)]
-    choices: Vec<Choice>,
-    usage: Option<Usage>,
+/// Bytes of text a message carries: content, reasoning and tool calls.
+fn generated_bytes(message: &Message) -> usize {
+    let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).map_or(0, str::len);
+    let calls: usize = message
+        .tool_calls
+        .iter()
+        .map(|c| c.function.name.as_ref().map_or(0, String::len) + c.function.arguments.as_ref().map_or(0, String::len))
+        .sum();
+    text(&message.content) + text(&message.reasoning_content) + calls
 }
 
 impl Tally {
@@ -115,25 +60,22 @@ impl Tally {
     }
 
     fn add(&mut self, json: &str, part: fn(Choice) -> Option<Message>) -> bool {
-        let Ok(mut view) = serde_json::from_str::<View>(json) else { return false };
+        let Some(mut reply) = Reply::parse(json) else { return false };
         // The first choice's, as the upstream wrote it (bounded: it goes to traces).
-        if let Some(reason) = view.choices.first_mut().and_then(|c| c.finish_reason.take())
+        if let Some(reason) = reply.choices.first_mut().and_then(|c| c.finish_reason.take())
             && let Some(reason) = reason.as_str().filter(|r| r.len() <= MAX_FINISH_REASON)
         {
             self.finish_reason = Some(reason.to_string());
         }
-        let usage_only = view.choices.is_empty() && view.usage.is_some();
-        if let Some(u) = view.usage {
-            (self.prompt_tokens, self.completion_tokens, self.total_tokens) =
-                (u.prompt_tokens, u.completion_tokens, u.total_tokens);
-            self.cached_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
-            self.usage_seen = true;
+        let usage_only = reply.choices.is_empty() && reply.usage.is_some();
+        if let Some(usage) = reply.usage {
+            self.read_usage(usage);
         }
-        let mut choices = view.choices.into_iter();
+        let mut choices = reply.choices.into_iter();
         let first = choices.next().and_then(part);
         // Further choices (`n` > 1) count for estimates; the books' message is the first one.
         for message in choices.filter_map(part) {
-            self.reasoning_bytes += message.generated_bytes();
+            self.reasoning_bytes += generated_bytes(&message);
         }
         let Some(message) = first else { return usage_only };
         self.content.push_str(message.content.as_ref().and_then(Value::as_str).unwrap_or_default());
@@ -158,17 +100,40 @@ impl Tally {
         false
     }
 
-    /// When the upstream reported no usage, estimates it (about 4 bytes of text a token):
+    /// Takes the counts a usage object reports; a count it leaves `null` (Anthropic's output
+    /// tokens before the end of a stream, say) keeps what an earlier one said.
+    fn read_usage(&mut self, usage: UsageJson) {
+        if let Some(prompt) = usage.prompt_tokens {
+            (self.prompt_tokens, self.prompt_seen) = (prompt, true);
+        }
+        if let Some(completion) = usage.completion_tokens {
+            (self.completion_tokens, self.completion_seen) = (completion, true);
+        }
+        if usage.total_tokens.is_some() {
+            self.total_tokens = usage.total_tokens;
+        }
+        if let Some(cached) = usage.prompt_tokens_details.and_then(|d| d.cached_tokens) {
+            self.cached_tokens = Some(cached);
+        }
+    }
+
+    /// Estimates what the upstream did not report (about 4 bytes of text a token):
     /// `prompt_estimate` for the request, the text generated so far for the completion.
     pub fn settle(&mut self, prompt_estimate: u64) {
-        if self.usage_seen {
-            return;
-        }
         let generated = self.content.len()
             + self.reasoning_bytes
             + self.tool_calls.iter().map(|(id, name, args)| id.len() + name.len() + args.len()).sum::<usize>();
-        self.prompt_tokens = prompt_estimate;
-        self.completion_tokens = (generated as u64).div_ceil(BYTES_PER_TOKEN);
+        // An answer with no text (embeddings) reports no completion tokens: 0 is the truth.
+        let completion_missing = !self.completion_seen && generated > 0;
+        if self.prompt_seen && !completion_missing {
+            return;
+        }
+        if !self.prompt_seen {
+            self.prompt_tokens = prompt_estimate;
+        }
+        if completion_missing {
+            self.completion_tokens = (generated as u64).div_ceil(BYTES_PER_TOKEN);
+        }
         self.total_tokens = None;
         self.estimated = true;
     }
@@ -278,6 +243,31 @@ mod tests {
     }
 
     #[test]
+    fn a_null_count_is_not_a_reported_zero() {
+        // Anthropic's stream: input tokens at the start, output tokens null until the end.
+        let mut t = Tally::default();
+        t.add_chunk(
+            r#"{"choices":[{"delta":{"content":"abcdefgh"}}],"usage":{"prompt_tokens":40,"completion_tokens":null}}"#,
+        );
+        t.add_chunk(r#"{"choices":[],"usage":{"prompt_tokens":null,"completion_tokens":5}}"#);
+        t.settle(7);
+        assert_eq!((t.prompt_tokens, t.completion_tokens, t.estimated), (40, 5, false), "each count from its report");
+
+        // A stream that never reports its output tokens: estimated from the text, not 0.
+        let mut t = Tally::default();
+        t.add_chunk(r#"{"choices":[{"delta":{"content":"abcdefgh"}}],"usage":{"prompt_tokens":40,"completion_tokens":null,"total_tokens":null}}"#);
+        t.settle(7);
+        assert_eq!((t.prompt_tokens, t.completion_tokens, t.tokens(), t.estimated), (40, 2, 42, true));
+
+        let mut t = Tally::default();
+        t.add_chunk(
+            r#"{"choices":[{"delta":{"content":"abcd"}}],"usage":{"prompt_tokens":null,"completion_tokens":null}}"#,
+        );
+        t.settle(7);
+        assert_eq!((t.prompt_tokens, t.completion_tokens, t.estimated), (7, 1, true));
+    }
+
+    #[test]
     fn prompt_estimates_count_text_and_price_inline_images_flat() {
         let text = r#"{"messages":[{"role":"user","content":"0123456789abcdef"}]}"#;
         assert_eq!(prompt_estimate(text), (text.len() as u64).div_ceil(4));
@@ -291,8 +281,9 @@ mod tests {
 
     #[test]
     fn tokens_fall_back_to_prompt_plus_completion_and_bad_json_counts_nothing() {
-        let t = Tally::of_response(r#"{"object":"list","data":[],"usage":{"prompt_tokens":8}}"#);
-        assert_eq!(t.tokens(), 8, "embeddings report prompt tokens only");
+        let mut t = Tally::of_response(r#"{"object":"list","data":[],"usage":{"prompt_tokens":8}}"#);
+        t.settle(3);
+        assert_eq!((t.tokens(), t.estimated), (8, false), "embeddings report prompt tokens only");
         let mut t = Tally::default();
         t.add_chunk("not json");
         assert_eq!(t.tokens(), 0);

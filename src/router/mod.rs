@@ -73,7 +73,7 @@ pub fn route<'a>(config: &'a Config, requested: &'a str, kind: ModelKind, group:
     if !named.is_empty() {
         return Resolution::Named(named);
     }
-    match config.default_model.as_deref() {
+    match config.settings.default_model.as_deref() {
         Some(AUTO) => Resolution::Auto { candidates: auto_chain(config, kind), fallback_from: Some(requested) },
         Some(default) if default != requested => match resolve(config, default) {
             named if named.is_empty() => Resolution::Unknown,

@@ -135,11 +135,11 @@ pub struct Policy {
 impl Policy {
     pub fn of(config: &Config) -> Policy {
         Policy {
-            cooldown: config.cooldown.clone(),
-            scoring: config.scoring.clone(),
-            affinity: config.affinity.clone(),
+            cooldown: config.settings.cooldown.clone(),
+            scoring: config.settings.scoring.clone(),
+            affinity: config.settings.affinity.clone(),
             selection: config.channel_selection,
-            priority_orders: config.priority_orders.clone(),
+            priority_orders: config.settings.priority_orders.clone(),
         }
     }
 }

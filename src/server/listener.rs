@@ -34,9 +34,9 @@ pub async fn serve(
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    let limits = gateway.base.server.clone();
+    let limits = gateway.settings.server.clone();
     // `metrics.listen`: /metrics on an address of its own (an operations port).
-    if let (true, Some(at)) = (gateway.base.metrics.enabled, gateway.base.metrics.listen) {
+    if let (true, Some(at)) = (gateway.settings.metrics.enabled, gateway.settings.metrics.listen) {
         let metrics = TcpListener::bind(at).await?;
         tracing::info!("metrics on http://{}/metrics", metrics.local_addr()?);
         let app = gateway.metrics_router().into_make_service_with_connect_info::<SocketAddr>();

@@ -435,7 +435,7 @@ pub async fn scrape(
         )
         .into_response();
     }
-    let taken = (gw.base.server.max_in_flight as usize).saturating_sub(gw.in_flight.available_permits()) as i64;
+    let taken = (gw.settings.server.max_in_flight as usize).saturating_sub(gw.in_flight.available_permits()) as i64;
     let text = gw.metrics.render(&gw, taken);
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
 }

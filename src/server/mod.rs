@@ -50,7 +50,7 @@ use envelope::FrontDoor;
 
 use arc_swap::ArcSwap;
 
-use crate::config::{Config, LoadedConfig, RuntimeFile};
+use crate::config::{Config, LoadedConfig, RuntimeFile, Settings};
 use crate::plugin::PluginHost;
 use crate::provider::Provider;
 use crate::scheduler::Scheduler;
@@ -68,7 +68,9 @@ pub struct Runtime {
 
 /// Everything a request handler needs.
 pub struct Gateway {
-    /// config.yaml as loaded: the settings only a restart changes.
+    /// What only a restart changes.
+    pub settings: Arc<Settings>,
+    /// config.yaml's catalog, which the runtime file is merged onto.
     pub base: Config,
     runtime: ArcSwap<Runtime>,
     pub plugins: PluginHost,
@@ -99,10 +101,12 @@ impl Gateway {
     ) -> anyhow::Result<Gateway> {
         let LoadedConfig { base, runtime: file, effective: config } = loaded;
         let metrics = metrics::Metrics::new(plugins.call_durations());
-        let in_flight = Arc::new(tokio::sync::Semaphore::new(base.server.max_in_flight as usize));
+        let settings = Arc::clone(&base.settings);
+        let in_flight = Arc::new(tokio::sync::Semaphore::new(settings.server.max_in_flight as usize));
         plugins.size_pools(&config);
         let runtime = Runtime { provider: Provider::new(&config)?, keys: KeyTable::new(&config), config, file };
         Ok(Gateway {
+            settings,
             base,
             runtime: ArcSwap::from_pointee(runtime),
             plugins,
@@ -141,7 +145,7 @@ impl Gateway {
                 ApiError::invalid_request(format!("the change was not made: {}", list.join("; ")))
                     .code("invalid_change")
             }
-            Refused::Write(e) => internal(format!("cannot write {}: {e}", self.base.runtime_file.display())),
+            Refused::Write(e) => internal(format!("cannot write {}: {e}", self.settings.runtime_file.display())),
             Refused::Install(e) => e,
         })?;
         if let Some((shared, yaml)) = shared {
@@ -163,7 +167,7 @@ impl Gateway {
             Refused::Invalid(errors) => {
                 errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect::<Vec<_>>().join("; ")
             }
-            Refused::Write(e) => format!("cannot write {}: {e}", self.base.runtime_file.display()),
+            Refused::Write(e) => format!("cannot write {}: {e}", self.settings.runtime_file.display()),
             Refused::Install(e) => e.message.to_string(),
         })
     }
@@ -174,7 +178,7 @@ impl Gateway {
         let names = self.plugins.names();
         let names: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
         let config = crate::config::with_runtime(&self.base, &file, &names).map_err(Refused::Invalid)?;
-        write_runtime_file(&self.base.runtime_file, &file).map_err(Refused::Write)?;
+        write_runtime_file(&self.settings.runtime_file, &file).map_err(Refused::Write)?;
         self.install(current, config, file).map_err(Refused::Install)
     }
 
@@ -228,7 +232,7 @@ impl Gateway {
 
     /// Records an attempt: its metrics, and its request-log row (journaled when this returns).
     pub fn log(&self, row: LogRow, context: &books::LogContext) {
-        if self.base.metrics.enabled {
+        if self.settings.metrics.enabled {
             self.observe(&row, context);
         }
         self.state.log(row);
@@ -334,7 +338,7 @@ fn write_runtime_file(path: &std::path::Path, file: &RuntimeFile) -> std::io::Re
 
 pub fn router(gateway: Arc<Gateway>) -> Router {
     let in_flight = gateway.in_flight.clone();
-    let metrics_here = gateway.base.metrics.enabled && gateway.base.metrics.listen.is_none();
+    let metrics_here = gateway.settings.metrics.enabled && gateway.settings.metrics.listen.is_none();
     let app = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/messages", post(messages::messages).layer(envelope::layer(messages::ANTHROPIC)))

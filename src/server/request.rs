@@ -44,7 +44,7 @@ impl Incoming {
         let runtime = self.gw.runtime();
         let key = runtime.keys.authenticate(&self.headers)?.clone();
         tracing::Span::current().record("key", key.name.as_str());
-        let limits = (self.gw.base.body_limit_bytes, self.gw.base.server.body_timeout());
+        let limits = (self.gw.settings.body_limit_bytes, self.gw.settings.server.body_timeout());
         let bytes = read_body(std::mem::take(&mut self.body), limits).await?;
         Ok((runtime, key, bytes))
     }

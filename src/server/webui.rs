@@ -57,7 +57,7 @@ fn version() -> String {
 }
 
 async fn index(State(gw): State<Arc<Gateway>>) -> Response {
-    if gw.base.admin_token.secret().is_none() {
+    if gw.settings.admin_token.secret().is_none() {
         return off();
     }
     let Some(file) = Assets::get("index.html") else { return missing("index.html") };
@@ -69,7 +69,7 @@ async fn index(State(gw): State<Arc<Gateway>>) -> Response {
 }
 
 async fn asset(State(gw): State<Arc<Gateway>>, Path((version_seen, path)): Path<(String, String)>) -> Response {
-    if gw.base.admin_token.secret().is_none() {
+    if gw.settings.admin_token.secret().is_none() {
         return off();
     }
     if path == "index.html" {

@@ -55,7 +55,7 @@ pub struct Bot {
 
 impl Bot {
     pub fn new(gateway: Arc<Gateway>, config: &TelegramConfig, pause: Arc<dyn Pause>) -> Bot {
-        let token = gateway.base.admin_token.secret().map(|s| s.expose().to_string()).unwrap_or_default();
+        let token = gateway.settings.admin_token.secret().map(|s| s.expose().to_string()).unwrap_or_default();
         Bot {
             admin: replies::Admin::new(crate::server::admin_service(gateway.clone()), token),
             api: BotApi::new(&config.api_base, config.bot_token.expose()),

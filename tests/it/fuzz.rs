@@ -1138,9 +1138,9 @@ const MAX_SANDBOX_MEMORY: usize = 4096 << 20;
 /// or per request: a config the loader accepts must not make any of them panic, and its limits
 /// must be the ones the loader checks (a body limit of at least 1 MiB, a bounded sandbox).
 fn derive_everything(config: &Config) -> Result<(), String> {
-    let limits = config.sandbox.limits(config.body_limit_bytes);
-    limits.deadline_ticks_for(config.body_limit_bytes);
-    let _ = config.affinity.ttl();
+    let limits = config.settings.sandbox.limits(config.settings.body_limit_bytes);
+    limits.deadline_ticks_for(config.settings.body_limit_bytes);
+    let _ = config.settings.affinity.ttl();
     let _ = switchyard::scheduler::Policy::of(config);
     let now = SystemClock.now();
     for s in &config.sources {
@@ -1155,7 +1155,7 @@ fn derive_everything(config: &Config) -> Result<(), String> {
     for fusion in config.routes.iter().filter_map(|r| r.mode.fusion()) {
         let _ = Duration::from_secs_f64(fusion.timeout_seconds);
     }
-    match (config.body_limit_bytes, limits.memory_bytes) {
+    match (config.settings.body_limit_bytes, limits.memory_bytes) {
         (body, _) if body < 1 << 20 => Err(format!("accepted with a body limit of {body} bytes")),
         (_, memory) if memory > MAX_SANDBOX_MEMORY => Err(format!("accepted with sandboxes of {memory} bytes")),
         _ => Ok(()),

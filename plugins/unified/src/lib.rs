@@ -29,8 +29,11 @@ impl Usage {
 /// `usage` on the wire: what adapters write and the gateway's books read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UsageJson {
+    #[serde(default, deserialize_with = "count")]
     pub prompt_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
     pub completion_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
     pub total_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_details: Option<PromptDetails>,
@@ -40,13 +43,15 @@ pub struct UsageJson {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PromptDetails {
+    #[serde(default, deserialize_with = "count")]
     pub cached_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "count")]
     pub cache_creation_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompletionDetails {
+    #[serde(default, deserialize_with = "count")]
     pub reasoning_tokens: Option<u64>,
 }
 
@@ -67,7 +72,11 @@ impl From<Usage> for UsageJson {
 /// rest is skipped unread.
 #[derive(Debug, Default, Deserialize)]
 pub struct Reply {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "text")]
+    pub id: Option<String>,
+    #[serde(default, deserialize_with = "text")]
+    pub model: Option<String>,
+    #[serde(default, deserialize_with = "list")]
     pub choices: Vec<Choice>,
     pub usage: Option<UsageJson>,
 }
@@ -86,13 +95,30 @@ pub struct Message {
     /// A string in every unified answer (text parts accepted); anything else reads as no text.
     pub content: Option<Value>,
     pub reasoning_content: Option<Value>,
-    #[serde(default)]
+    /// The upstream's signature of the reasoning (Anthropic), so a later turn can send it back.
+    #[serde(default, deserialize_with = "text")]
+    pub reasoning_signature: Option<String>,
+    #[serde(default, deserialize_with = "list")]
     pub tool_calls: Vec<ToolCall>,
+}
+
+impl Message {
+    /// `content` when it is a string (every unified answer's), else `None`.
+    pub fn text(&self) -> Option<&str> {
+        self.content.as_ref().and_then(Value::as_str)
+    }
+
+    /// `reasoning_content` when it is a string.
+    pub fn reasoning(&self) -> Option<&str> {
+        self.reasoning_content.as_ref().and_then(Value::as_str)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ToolCall {
+    #[serde(default, deserialize_with = "count")]
     pub index: Option<u64>,
+    #[serde(default, deserialize_with = "text")]
     pub id: Option<String>,
     #[serde(default)]
     pub function: Function,
@@ -100,7 +126,9 @@ pub struct ToolCall {
 
 #[derive(Debug, Default, Deserialize)]
 pub struct Function {
+    #[serde(default, deserialize_with = "text")]
     pub name: Option<String>,
+    #[serde(default, deserialize_with = "text")]
     pub arguments: Option<String>,
 }
 
@@ -118,6 +146,29 @@ impl Reply {
             .and_then(|m| m.content.as_ref())
             .map_or_else(String::new, content_text)
     }
+}
+
+/// A count read leniently: a negative, fractional or non-number value reads as not reported.
+fn count<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    Ok(Value::deserialize(deserializer)?.as_u64())
+}
+
+/// A list that may be written `null` (as empty).
+fn list<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// A string field read leniently: anything but a string (a number, an object) reads as absent
+/// instead of failing the whole reply.
+fn text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(deserializer)? {
+        Value::String(s) => Some(s),
+        _ => None,
+    })
 }
 
 /// The text of a unified `content`: a string, or the `text` parts joined.
@@ -166,5 +217,31 @@ mod tests {
             assert_eq!(Reply::parse(odd).unwrap().text(), "", "{odd}");
         }
         assert!(Reply::parse("not json").is_none());
+    }
+
+    #[test]
+    fn odd_counts_and_lists_read_as_absent_and_the_rest_of_the_reply_still_reads() {
+        let reply = Reply::parse(
+            r#"{"choices":[{"delta":{"content":"a","tool_calls":[{"index":-1,"id":3,"function":{"name":"f"}}]}}],"usage":{"prompt_tokens":1.5,"completion_tokens":-2,"total_tokens":"7"}}"#,
+        )
+        .unwrap();
+        let usage = reply.usage.unwrap();
+        assert_eq!((usage.prompt_tokens, usage.completion_tokens, usage.total_tokens), (None, None, None));
+        let call = &reply.choices[0].delta.as_ref().unwrap().tool_calls[0];
+        assert_eq!((call.index, call.id.as_deref(), call.function.name.as_deref()), (None, None, Some("f")));
+        let nulls = Reply::parse(r#"{"choices":null}"#).unwrap();
+        assert!(nulls.choices.is_empty());
+        let calls = Reply::parse(r#"{"choices":[{"delta":{"tool_calls":null}}]}"#).unwrap();
+        assert!(calls.choices[0].delta.as_ref().unwrap().tool_calls.is_empty());
+    }
+
+    #[test]
+    fn odd_ids_models_and_signatures_read_as_absent_not_as_an_unreadable_reply() {
+        let reply =
+            Reply::parse(r#"{"id":7,"model":{"x":1},"choices":[{"delta":{"content":"a","reasoning_signature":[1]}}]}"#)
+                .unwrap();
+        assert_eq!((reply.id, reply.model), (None, None));
+        let delta = reply.choices[0].delta.as_ref().unwrap();
+        assert_eq!((delta.text(), delta.reasoning_signature.as_deref()), (Some("a"), None));
     }
 }

@@ -76,7 +76,7 @@ pub async fn upload(
 /// Checks an uploaded adapter (a component or a Lua script), writes it to `adapter_dir` and
 /// puts it in use; true when it replaced one. Shared by uploads and other replicas' uploads.
 pub async fn install(gw: &Gateway, name: &AdapterName, bytes: &[u8]) -> Result<(Arc<Adapter>, bool), ApiError> {
-    let dir = &gw.base.adapter_dir;
+    let dir = &gw.settings.adapter_dir;
     // A component starts with the wasm magic; anything else must be a Lua script (UTF-8).
     let (file, checked) = if bytes.starts_with(b"\0asm") {
         let file = dir.join(format!("{name}.wasm"));

@@ -102,7 +102,7 @@ async fn require_admin(State(gw): State<Arc<Gateway>>, request: Request, next: N
 }
 
 pub(crate) fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(token) = gw.base.admin_token.secret() else {
+    let Some(token) = gw.settings.admin_token.secret() else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             ErrorType::InvalidRequest,

@@ -25,7 +25,7 @@ pub async fn show(State(gw): State<Arc<Gateway>>) -> Json<Value> {
     let runtime = gw.runtime();
     Json(json!({
         "channel_selection": gw.scheduler.selection(),
-        "default_model": runtime.config.default_model,
+        "default_model": runtime.config.settings.default_model,
     }))
 }
 

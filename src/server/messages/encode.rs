@@ -2,6 +2,7 @@
 //! message_start, content_block_start/delta/stop per block, message_delta, message_stop.
 
 use serde_json::{Value, json};
+use switchyard_unified::{Reply, ToolCall, UsageJson};
 
 /// OpenAI `finish_reason` → Anthropic `stop_reason`.
 fn stop_reason(finish: &str) -> &'static str {
@@ -14,14 +15,14 @@ fn stop_reason(finish: &str) -> &'static str {
 }
 
 /// Unified usage → Anthropic usage: input tokens exclude cache reads and writes.
-fn usage(unified: &Value) -> Value {
-    let n = |v: &Value| v.as_u64();
-    let prompt = n(&unified["prompt_tokens"]);
-    let cached = n(&unified["prompt_tokens_details"]["cached_tokens"]);
-    let created = n(&unified["prompt_tokens_details"]["cache_creation_tokens"]);
-    let input = prompt.map(|p| p.saturating_sub(cached.unwrap_or(0) + created.unwrap_or(0)));
-    let mut out =
-        json!({"input_tokens": input.unwrap_or(0), "output_tokens": n(&unified["completion_tokens"]).unwrap_or(0)});
+fn usage(unified: Option<&UsageJson>) -> Value {
+    let details = unified.and_then(|u| u.prompt_tokens_details.as_ref());
+    let cached = details.and_then(|d| d.cached_tokens);
+    let created = details.and_then(|d| d.cache_creation_tokens);
+    let prompt = unified.and_then(|u| u.prompt_tokens);
+    let input = prompt.map(|p| p.saturating_sub(cached.unwrap_or(0).saturating_add(created.unwrap_or(0))));
+    let output = unified.and_then(|u| u.completion_tokens);
+    let mut out = json!({"input_tokens": input.unwrap_or(0), "output_tokens": output.unwrap_or(0)});
     if let Some(c) = cached {
         out["cache_read_input_tokens"] = json!(c);
     }
@@ -35,32 +36,33 @@ fn message_id(unified_id: &str) -> String {
     if unified_id.starts_with("msg_") { unified_id.to_string() } else { format!("msg_{unified_id}") }
 }
 
-pub fn message(unified: &Value) -> Value {
-    let choice = &unified["choices"][0];
-    let message = &choice["message"];
+pub fn message(unified: &Reply) -> Value {
+    let choice = unified.choices.first();
     let mut content = Vec::new();
-    if let Some(thinking) = message["reasoning_content"].as_str().filter(|t| !t.is_empty()) {
-        // The upstream's signature when it gave one (a later turn can send the block back).
-        let signature = message["reasoning_signature"].as_str().unwrap_or_default();
-        content.push(json!({"type": "thinking", "thinking": thinking, "signature": signature}));
-    }
-    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
-        content.push(json!({"type": "text", "text": text}));
-    }
-    for call in message["tool_calls"].as_array().into_iter().flatten() {
-        let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
-        let input: Value = serde_json::from_str(arguments).unwrap_or_else(|_| json!({}));
-        content.push(json!({"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": input}));
+    if let Some(message) = choice.and_then(|c| c.message.as_ref()) {
+        if let Some(thinking) = message.reasoning().filter(|t| !t.is_empty()) {
+            // The upstream's signature when it gave one (a later turn can send the block back).
+            let signature = message.reasoning_signature.as_deref().unwrap_or_default();
+            content.push(json!({"type": "thinking", "thinking": thinking, "signature": signature}));
+        }
+        if let Some(text) = message.text().filter(|t| !t.is_empty()) {
+            content.push(json!({"type": "text", "text": text}));
+        }
+        for call in &message.tool_calls {
+            let arguments = call.function.arguments.as_deref().unwrap_or("{}");
+            let input: Value = serde_json::from_str(arguments).unwrap_or_else(|_| json!({}));
+            content.push(json!({"type": "tool_use", "id": call.id, "name": call.function.name, "input": input}));
+        }
     }
     json!({
-        "id": message_id(unified["id"].as_str().unwrap_or_default()),
+        "id": message_id(unified.id.as_deref().unwrap_or_default()),
         "type": "message",
         "role": "assistant",
-        "model": unified["model"],
+        "model": unified.model,
         "content": content,
-        "stop_reason": choice["finish_reason"].as_str().map(stop_reason),
+        "stop_reason": choice.and_then(|c| c.finish_reason.as_ref()).and_then(Value::as_str).map(stop_reason),
         "stop_sequence": null,
-        "usage": usage(&unified["usage"]),
+        "usage": usage(unified.usage.as_ref()),
     })
 }
 
@@ -81,7 +83,7 @@ pub struct StreamEncoder {
     open: Option<(Block, u64)>,
     next_index: u64,
     finish: Option<String>,
-    usage: Value,
+    usage: Option<UsageJson>,
 }
 
 pub fn sse(name: &str, data: &Value) -> String {
@@ -94,48 +96,50 @@ impl StreamEncoder {
         StreamEncoder { input_estimate, ..StreamEncoder::default() }
     }
 
-    pub fn chunk(&mut self, chunk: &Value, out: &mut String) {
+    pub fn chunk(&mut self, chunk: Reply, out: &mut String) {
         if !self.started {
             self.started = true;
             let start = json!({"type": "message_start", "message": {
-                "id": message_id(chunk["id"].as_str().unwrap_or_default()),
-                "type": "message", "role": "assistant", "model": chunk["model"], "content": [],
+                "id": message_id(chunk.id.as_deref().unwrap_or_default()),
+                "type": "message", "role": "assistant", "model": chunk.model, "content": [],
                 "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": self.input_estimate, "output_tokens": 0},
             }});
             out.push_str(&sse("message_start", &start));
             out.push_str(&sse("ping", &json!({"type": "ping"})));
         }
-        if chunk["usage"].is_object() {
-            self.usage = chunk["usage"].clone();
+        if chunk.usage.is_some() {
+            self.usage = chunk.usage;
         }
-        let Some(choice) = chunk["choices"].get(0) else {
+        let Some(choice) = chunk.choices.into_iter().next() else {
             return;
         };
-        let delta = &choice["delta"];
-        if let Some(thinking) = delta["reasoning_content"].as_str().filter(|t| !t.is_empty()) {
+        if let Some(finish) = choice.finish_reason.as_ref().and_then(Value::as_str) {
+            self.finish = Some(finish.to_string());
+        }
+        let Some(delta) = choice.delta else {
+            return;
+        };
+        if let Some(thinking) = delta.reasoning().filter(|t| !t.is_empty()) {
             let index = self.ensure(Block::Thinking, None, out);
             out.push_str(&sse("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": thinking}})));
         }
-        if let Some(signature) = delta["reasoning_signature"].as_str().filter(|t| !t.is_empty()) {
+        if let Some(signature) = delta.reasoning_signature.as_deref().filter(|t| !t.is_empty()) {
             let index = self.ensure(Block::Thinking, None, out);
             out.push_str(&sse("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}})));
         }
-        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+        if let Some(text) = delta.text().filter(|t| !t.is_empty()) {
             let index = self.ensure(Block::Text, None, out);
             out.push_str(&sse(
                 "content_block_delta",
                 &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}),
             ));
         }
-        for call in delta["tool_calls"].as_array().into_iter().flatten() {
-            let tool = call["index"].as_u64().unwrap_or(0);
+        for call in &delta.tool_calls {
+            let tool = call.index.unwrap_or(0);
             let index = self.ensure(Block::Tool(tool), Some(call), out);
-            if let Some(fragment) = call["function"]["arguments"].as_str().filter(|f| !f.is_empty()) {
+            if let Some(fragment) = call.function.arguments.as_deref().filter(|f| !f.is_empty()) {
                 out.push_str(&sse("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": fragment}})));
             }
-        }
-        if let Some(finish) = choice["finish_reason"].as_str() {
-            self.finish = Some(finish.to_string());
         }
     }
 
@@ -143,12 +147,12 @@ impl StreamEncoder {
     pub fn finish(&mut self, out: &mut String) {
         self.close(out);
         let stop = self.finish.as_deref().map(stop_reason).unwrap_or("end_turn");
-        out.push_str(&sse("message_delta", &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": usage(&self.usage)})));
+        out.push_str(&sse("message_delta", &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": usage(self.usage.as_ref())})));
         out.push_str(&sse("message_stop", &json!({"type": "message_stop"})));
     }
 
     /// The block index for `block`, opening it (and closing the previous one) when new.
-    fn ensure(&mut self, block: Block, call: Option<&Value>, out: &mut String) -> u64 {
+    fn ensure(&mut self, block: Block, call: Option<&ToolCall>, out: &mut String) -> u64 {
         if let Some((open, index)) = self.open
             && open == block
         {
@@ -161,8 +165,8 @@ impl StreamEncoder {
             (Block::Text, _) => json!({"type": "text", "text": ""}),
             (Block::Thinking, _) => json!({"type": "thinking", "thinking": ""}),
             (Block::Tool(_), call) => {
-                let call = call.cloned().unwrap_or_default();
-                json!({"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": {}})
+                let (id, name) = call.map_or((None, None), |c| (c.id.as_deref(), c.function.name.as_deref()));
+                json!({"type": "tool_use", "id": id, "name": name, "input": {}})
             }
         };
         out.push_str(&sse(
@@ -209,7 +213,7 @@ mod tests {
         let mut encoder = StreamEncoder::default();
         let mut out = String::new();
         for c in chunks {
-            encoder.chunk(c, &mut out);
+            encoder.chunk(serde_json::from_value(c.clone()).unwrap(), &mut out);
         }
         encoder.finish(&mut out);
         out.split_terminator("\n\n")

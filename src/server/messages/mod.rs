@@ -75,7 +75,7 @@ pub async fn messages(
         // An Anthropic upstream's own answer, untouched (signatures, cache usage, new fields).
         Answer::Native(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Answer::Complete(body) => {
-            let unified: Value = serde_json::from_str(&body).map_err(|e| {
+            let unified: switchyard_unified::Reply = serde_json::from_str(&body).map_err(|e| {
                 ApiError::new(
                     axum::http::StatusCode::BAD_GATEWAY,
                     ErrorType::Api,
@@ -185,8 +185,8 @@ fn sse_response(chunks: ChunkStream, input_estimate: u64) -> Response {
                         false
                     }
                     Some(Ok(chunk)) => {
-                        match serde_json::from_str::<Value>(&chunk) {
-                            Ok(chunk) => encoder.chunk(&chunk, &mut out),
+                        match serde_json::from_str(&chunk) {
+                            Ok(chunk) => encoder.chunk(chunk, &mut out),
                             Err(e) => {
                                 span.in_scope(|| tracing::warn!("skipping a unified chunk that is not JSON: {e}"))
                             }

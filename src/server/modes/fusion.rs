@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 use switchyard_unified::content_text;
 
@@ -112,8 +113,8 @@ pub async fn fuse(
         return Ok(Reply { answer: verdict.answer, headers });
     }
     let Answer::Complete(ranking) = verdict.answer else { unreachable!("the ranking call is not streamed") };
-    let ranking: Value = serde_json::from_str(&ranking).unwrap_or_default();
-    let best = best_index(ranking["choices"][0]["message"]["content"].as_str().unwrap_or_default(), answered.len());
+    let ranking = switchyard_unified::Reply::parse(&ranking).map(|r| r.text()).unwrap_or_default();
+    let best = best_index(&ranking, answered.len());
     let best = best.unwrap_or_else(|| {
         tracing::warn!(fusion_id, "the judge named no candidate; answering with the first");
         0
@@ -154,7 +155,7 @@ fn judge_request(config: &FusionConfig, conversation: &Value, answers: &[Answere
     let candidates = answers
         .iter()
         .enumerate()
-        .map(|(i, a)| format!("[{}]\n{}", i + 1, content_text(&a.response["choices"][0]["message"]["content"])))
+        .map(|(i, a)| format!("[{}]\n{}", i + 1, answer_text(&a.response)))
         .collect::<Vec<_>>()
         .join("\n\n");
     let mut request = json!({
@@ -169,6 +170,11 @@ fn judge_request(config: &FusionConfig, conversation: &Value, answers: &[Answere
         request["stream_options"] = json!({"include_usage": true});
     }
     request
+}
+
+/// The text of a candidate's whole answer ("" when it has none).
+fn answer_text(response: &Value) -> String {
+    switchyard_unified::Reply::deserialize(response).map(|r| r.text()).unwrap_or_default()
 }
 
 /// The first candidate number (1-based) in the judge's reply, as a 0-based index.

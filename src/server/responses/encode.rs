@@ -3,6 +3,7 @@
 //! `sequence_number`, ending in exactly one of `response.completed`, `.incomplete`, `.failed`.
 
 use serde_json::{Map, Value, json};
+use switchyard_unified::{Reply, UsageJson};
 
 /// What the response echoes of the request (the SDK's types expect these fields).
 #[derive(Debug, Clone, Default)]
@@ -19,15 +20,17 @@ pub struct Echo {
 }
 
 /// Unified usage → Responses usage (`null` counts stay 0: the field is required there).
-fn usage(unified: &Value) -> Value {
-    let n = |v: &Value| v.as_u64().unwrap_or(0);
-    let (input, output) = (n(&unified["prompt_tokens"]), n(&unified["completion_tokens"]));
+fn usage(unified: Option<&UsageJson>) -> Value {
+    let u = unified.cloned().unwrap_or_default();
+    let (input, output) = (u.prompt_tokens.unwrap_or(0), u.completion_tokens.unwrap_or(0));
+    let cached = u.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0);
+    let reasoning = u.completion_tokens_details.and_then(|d| d.reasoning_tokens).unwrap_or(0);
     json!({
         "input_tokens": input,
-        "input_tokens_details": {"cached_tokens": n(&unified["prompt_tokens_details"]["cached_tokens"])},
+        "input_tokens_details": {"cached_tokens": cached},
         "output_tokens": output,
-        "output_tokens_details": {"reasoning_tokens": n(&unified["completion_tokens_details"]["reasoning_tokens"])},
-        "total_tokens": input + output,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": input.saturating_add(output),
     })
 }
 
@@ -76,26 +79,27 @@ fn call_item(echo: &Echo, id: &str, call: &Call, status: &str) -> Value {
 }
 
 /// A complete unified `chat.completion` as a `response`.
-pub fn response_object(echo: &Echo, unified: &Value) -> Value {
-    let choice = &unified["choices"][0];
-    let message = &choice["message"];
+pub fn response_object(echo: &Echo, unified: &Reply) -> Value {
+    let choice = unified.choices.first();
     let mut output = Vec::new();
-    if let Some(reasoning) = message["reasoning_content"].as_str().filter(|t| !t.is_empty()) {
-        output.push(reasoning_item(&format!("rs_{}", echo.id), reasoning));
+    if let Some(message) = choice.and_then(|c| c.message.as_ref()) {
+        if let Some(reasoning) = message.reasoning().filter(|t| !t.is_empty()) {
+            output.push(reasoning_item(&format!("rs_{}", echo.id), reasoning));
+        }
+        if let Some(text) = message.text().filter(|t| !t.is_empty()) {
+            output.push(message_item(&format!("msg_{}", echo.id), text, "completed"));
+        }
+        for (i, call) in message.tool_calls.iter().enumerate() {
+            let call = Call {
+                call_id: call.id.clone().unwrap_or_default(),
+                name: call.function.name.clone().unwrap_or_default(),
+                arguments: call.function.arguments.clone().unwrap_or_else(|| "{}".into()),
+            };
+            output.push(call_item(echo, &format!("fc_{}_{i}", echo.id), &call, "completed"));
+        }
     }
-    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
-        output.push(message_item(&format!("msg_{}", echo.id), text, "completed"));
-    }
-    for (i, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
-        let call = Call {
-            call_id: call["id"].as_str().unwrap_or_default().to_string(),
-            name: call["function"]["name"].as_str().unwrap_or_default().to_string(),
-            arguments: call["function"]["arguments"].as_str().unwrap_or("{}").to_string(),
-        };
-        output.push(call_item(echo, &format!("fc_{}_{i}", echo.id), &call, "completed"));
-    }
-    let (status, incomplete) = status(choice["finish_reason"].as_str());
-    response(echo, status, output, usage(&unified["usage"]), incomplete, Value::Null)
+    let (status, incomplete) = status(choice.and_then(|c| c.finish_reason.as_ref()).and_then(Value::as_str));
+    response(echo, status, output, usage(unified.usage.as_ref()), incomplete, Value::Null)
 }
 
 pub fn sse(data: &Value) -> String {
@@ -130,7 +134,7 @@ pub struct StreamEncoder {
     reasoning: String,
     calls: Vec<(u64, Call)>,
     finish: Option<String>,
-    usage: Value,
+    usage: Option<UsageJson>,
 }
 
 impl StreamEncoder {
@@ -144,7 +148,7 @@ impl StreamEncoder {
             reasoning: String::new(),
             calls: Vec::new(),
             finish: None,
-            usage: Value::Null,
+            usage: None,
         }
     }
 
@@ -166,42 +170,42 @@ impl StreamEncoder {
         self.event(progress, out);
     }
 
-    pub fn chunk(&mut self, chunk: &Value, out: &mut String) {
-        if chunk["usage"].is_object() {
-            self.usage = chunk["usage"].clone();
+    pub fn chunk(&mut self, chunk: Reply, out: &mut String) {
+        if chunk.usage.is_some() {
+            self.usage = chunk.usage;
         }
-        let Some(choice) = chunk["choices"].get(0) else { return };
-        let delta = &choice["delta"];
-        if let Some(text) = delta["reasoning_content"].as_str().filter(|t| !t.is_empty()) {
+        let Some(choice) = chunk.choices.into_iter().next() else { return };
+        if let Some(finish) = choice.finish_reason.as_ref().and_then(Value::as_str) {
+            self.finish = Some(finish.to_string());
+        }
+        let Some(delta) = choice.delta else { return };
+        if let Some(text) = delta.reasoning().filter(|t| !t.is_empty()) {
             let (id, index) = self.ensure(Open::Reasoning, out);
             self.reasoning.push_str(text);
             self.event(json!({"type": "response.reasoning_summary_text.delta", "item_id": id, "output_index": index, "summary_index": 0, "delta": text}), out);
         }
-        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+        if let Some(text) = delta.text().filter(|t| !t.is_empty()) {
             let (id, index) = self.ensure(Open::Message, out);
             self.text.push_str(text);
             self.event(json!({"type": "response.output_text.delta", "item_id": id, "output_index": index, "content_index": 0, "delta": text, "logprobs": []}), out);
         }
-        for call in delta["tool_calls"].as_array().into_iter().flatten() {
-            let tool = call["index"].as_u64().unwrap_or(0);
+        for call in delta.tool_calls {
+            let tool = call.index.unwrap_or(0);
             if !self.calls.iter().any(|(i, _)| *i == tool) {
                 let fresh = Call {
-                    call_id: call["id"].as_str().unwrap_or_default().to_string(),
-                    name: call["function"]["name"].as_str().unwrap_or_default().to_string(),
+                    call_id: call.id.unwrap_or_default(),
+                    name: call.function.name.unwrap_or_default(),
                     arguments: String::new(),
                 };
                 self.calls.push((tool, fresh));
             }
             let (id, index) = self.ensure(Open::Call(tool), out);
-            if let Some(fragment) = call["function"]["arguments"].as_str().filter(|f| !f.is_empty()) {
+            if let Some(fragment) = call.function.arguments.as_deref().filter(|f| !f.is_empty()) {
                 if let Some((_, c)) = self.calls.iter_mut().find(|(i, _)| *i == tool) {
                     c.arguments.push_str(fragment);
                 }
                 self.event(json!({"type": "response.function_call_arguments.delta", "item_id": id, "output_index": index, "delta": fragment}), out);
             }
-        }
-        if let Some(finish) = choice["finish_reason"].as_str() {
-            self.finish = Some(finish.to_string());
         }
     }
 
@@ -211,7 +215,8 @@ impl StreamEncoder {
     pub fn finish(&mut self, out: &mut String) -> Value {
         self.close(out);
         let (status, incomplete) = status(self.finish.as_deref());
-        let response = response(&self.echo, status, self.done.clone(), usage(&self.usage), incomplete, Value::Null);
+        let response =
+            response(&self.echo, status, self.done.clone(), usage(self.usage.as_ref()), incomplete, Value::Null);
         let kind = if status == "completed" { "response.completed" } else { "response.incomplete" };
         self.event(json!({"type": kind, "response": response.clone()}), out);
         response
@@ -220,7 +225,8 @@ impl StreamEncoder {
     /// After a failed stream: `response.failed` with the error; what was written stays written.
     pub fn fail(&mut self, code: &str, message: &str, out: &mut String) {
         let error = json!({"code": code, "message": message});
-        let response = response(&self.echo, "failed", self.done.clone(), usage(&self.usage), Value::Null, error);
+        let response =
+            response(&self.echo, "failed", self.done.clone(), usage(self.usage.as_ref()), Value::Null, error);
         self.event(json!({"type": "response.failed", "response": response}), out);
     }
 
@@ -364,8 +370,8 @@ mod tests {
             json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
             json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 4}}}),
         ];
-        for chunk in &chunks {
-            encoder.chunk(chunk, &mut out);
+        for chunk in chunks {
+            encoder.chunk(serde_json::from_value(chunk).unwrap(), &mut out);
         }
         encoder.finish(&mut out);
         let events = events(&out);
@@ -416,7 +422,8 @@ mod tests {
         let mut encoder = StreamEncoder::new(echo());
         let mut out = String::new();
         encoder.start(&mut out);
-        encoder.chunk(&json!({"choices": [{"index": 0, "delta": {"content": "Hal"}}]}), &mut out);
+        let hal = json!({"choices": [{"index": 0, "delta": {"content": "Hal"}}]});
+        encoder.chunk(serde_json::from_value(hal).unwrap(), &mut out);
         encoder.fail("stream_truncated", "the upstream stream ended early", &mut out);
         let last = events(&out).pop().unwrap();
         let mut tracker = NativeTracker::new(echo());
@@ -434,7 +441,7 @@ mod tests {
         assert_eq!(last["response"]["error"]["code"], "stream_truncated");
 
         let unified = json!({"choices": [{"message": {"content": "Hal", "reasoning_content": "hmm"}, "finish_reason": "length"}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}});
-        let object = response_object(&echo(), &unified);
+        let object = response_object(&echo(), &serde_json::from_value(unified).unwrap());
         assert_eq!(
             (object["status"].as_str(), object["incomplete_details"]["reason"].as_str()),
             (Some("incomplete"), Some("max_output_tokens"))

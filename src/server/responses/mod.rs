@@ -46,7 +46,7 @@ pub async fn responses(
     // A continued conversation is replayed whole: the upstream never needs to have kept it.
     let mut forwarded = bytes.clone();
     if let Some(previous) = &checked.previous_response_id {
-        let mut items = store::history(&gw, key.name.as_str(), previous, gw.base.body_limit_bytes).await?;
+        let mut items = store::history(&gw, key.name.as_str(), previous, gw.settings.body_limit_bytes).await?;
         items.extend(input.iter().cloned());
         raw.insert("input".into(), Value::Array(items));
         raw.remove("previous_response_id");
@@ -100,7 +100,7 @@ pub async fn responses(
     }
     let mut response = match reply.answer {
         Answer::Complete(body) => {
-            let unified: Value = serde_json::from_str(&body).map_err(|e| {
+            let unified: switchyard_unified::Reply = serde_json::from_str(&body).map_err(|e| {
                 ApiError::new(StatusCode::BAD_GATEWAY, ErrorType::Api, format!("adapter returned invalid JSON: {e}"))
             })?;
             let object = encode::response_object(&echo, &unified);
@@ -155,8 +155,8 @@ fn sse_response(chunks: ChunkStream, echo: encode::Echo, turn: Turn) -> Response
             let mut out = String::new();
             let next = match chunks.next().await {
                 Some(Ok(chunk)) => {
-                    match serde_json::from_str::<Value>(&chunk) {
-                        Ok(chunk) => encoder.chunk(&chunk, &mut out),
+                    match serde_json::from_str(&chunk) {
+                        Ok(chunk) => encoder.chunk(chunk, &mut out),
                         Err(e) => span.in_scope(|| tracing::warn!("skipping a unified chunk that is not JSON: {e}")),
                     }
                     Some(keep)

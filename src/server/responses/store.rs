@@ -34,7 +34,7 @@ impl Turn {
         let mut items = self.input;
         items.extend(response["output"].as_array().into_iter().flatten().cloned());
         let items = Value::Array(items).to_string();
-        let limit = self.gw.base.body_limit_bytes;
+        let limit = self.gw.settings.body_limit_bytes;
         if items.len() > limit {
             tracing::warn!(bytes = items.len(), "responses: a turn larger than body_limit_mb is not stored");
             return;

@@ -56,7 +56,7 @@ impl TestGateway {
         let file = dir.path().join("config.yaml");
         std::fs::write(&file, &text).unwrap();
         let config = switchyard::startup::load_config(&file).unwrap_or_else(|e| panic!("{e}"));
-        let listen = config.base.listen;
+        let listen = config.base.settings.listen;
         let (gateway, report) = switchyard::startup::build_with_clock(config, clock).await.unwrap();
         gateway.start_shared();
         gateway.detect_at_start().await;
