@@ -343,7 +343,46 @@ impl Collector<'_> {
         });
     }
 
+    /// The file: its settings, then the catalog (keys, sources, routes) and the checks that
+    /// read across them; every error is collected, none hides another.
     fn parse(&mut self, text: &str, adapters: &[&str]) -> Option<Config> {
+        let top = self.document(text)?;
+        let settings = self.settings(&top);
+        let channel_selection: ChannelSelection = self.field(&top, "channel_selection").unwrap_or_default();
+        let keys: Vec<KeyConfig> = self.list(&top, "keys");
+        let sources: Vec<SourceConfig> = self.list(&top, "sources");
+        let routes: Vec<RouteConfig> = self.list(&top, "routes");
+        self.check_keys(&keys);
+        self.check_public_keys(&keys, settings.listen);
+        let mut known: Vec<String> = adapters.iter().map(|s| s.to_string()).collect();
+        known.extend(adapter_names(&settings.adapter_dir));
+        self.check_sources(&sources, &known);
+        self.check_routes(&routes, &routes, &sources);
+        for (model, order) in &settings.priority_orders {
+            for (i, name) in order.iter().enumerate() {
+                if !sources.iter().any(|s| &s.name == name) {
+                    self.error(
+                        &format!("priority_orders.{model}[{i}]"),
+                        format!("no source named `{name}`"),
+                        "list source names from `sources:`",
+                    );
+                }
+            }
+        }
+        Some(Config {
+            settings: Arc::new(settings),
+            channel_selection,
+            keys,
+            sources,
+            routes,
+            auto: AutoChains::default(),
+            runtime_keys: Vec::new(),
+            source_templates: Vec::new(),
+        })
+    }
+
+    /// The file as a YAML mapping with `${VAR}` expanded and unknown top-level settings named.
+    fn document(&mut self, text: &str) -> Option<Mapping> {
         let mut doc: Value = match serde_yaml::from_str(text) {
             Ok(Value::Null) => Value::Mapping(Mapping::new()),
             Ok(doc) => doc,
@@ -378,29 +417,34 @@ impl Collector<'_> {
                 );
             }
         }
+        Some(top)
+    }
 
-        let listen_text: String = self.field(&top, "listen").unwrap_or_else(|| "127.0.0.1:8080".into());
+    /// What only a restart changes, each field read and checked on its own.
+    fn settings(&mut self, top: &Mapping) -> Settings {
+        let listen_text: String = self.field(top, "listen").unwrap_or_else(|| "127.0.0.1:8080".into());
         let listen = match listen_text.parse::<SocketAddr>() {
-            Ok(addr) => Some(addr),
+            Ok(addr) => addr,
             Err(_) => {
                 self.error(
                     "listen",
                     format!("`{listen_text}` is not an address with a port"),
                     "write host:port, e.g. 127.0.0.1:8080 or 0.0.0.0:8080",
                 );
-                None
+                // Recorded: the file is refused; the other checks still run on the default.
+                SocketAddr::from(([127, 0, 0, 1], 8080))
             }
         };
-        let admin_token = match self.field::<Secret>(&top, "admin_token") {
+        let admin_token = match self.field::<Secret>(top, "admin_token") {
             None => AdminToken::Auto,
             Some(t) if t.is_empty() => AdminToken::Off,
             Some(t) if t.expose() == "auto" => AdminToken::Auto,
             Some(t) => AdminToken::Given(t),
         };
-        let data_dir: PathBuf = self.field(&top, "data_dir").unwrap_or_else(|| PathBuf::from("./data"));
-        let adapter_dir: PathBuf = self.field(&top, "adapter_dir").unwrap_or_else(|| data_dir.join("adapters"));
-        let cache_dir: Option<PathBuf> = self.field(&top, "cache_dir");
-        let body_limit_mb: u64 = self.field(&top, "body_limit_mb").unwrap_or(super::DEFAULT_BODY_LIMIT_MB);
+        let data_dir: PathBuf = self.field(top, "data_dir").unwrap_or_else(|| PathBuf::from("./data"));
+        let adapter_dir: PathBuf = self.field(top, "adapter_dir").unwrap_or_else(|| data_dir.join("adapters"));
+        let cache_dir: Option<PathBuf> = self.field(top, "cache_dir");
+        let body_limit_mb: u64 = self.field(top, "body_limit_mb").unwrap_or(super::DEFAULT_BODY_LIMIT_MB);
         if !(1..=MAX_BODY_LIMIT_MB).contains(&body_limit_mb) {
             self.error(
                 "body_limit_mb",
@@ -409,23 +453,22 @@ impl Collector<'_> {
             );
         }
         let body_limit_mb = body_limit_mb.clamp(1, MAX_BODY_LIMIT_MB);
-        let sandbox: SandboxConfig = self.field(&top, "sandbox").unwrap_or_default();
-        let server: super::ServerLimits = self.field(&top, "server").unwrap_or_default();
+        let sandbox: SandboxConfig = self.field(top, "sandbox").unwrap_or_default();
+        let server: super::ServerLimits = self.field(top, "server").unwrap_or_default();
         self.check_server(&server);
-        let cooldown: CooldownPolicy = self.field(&top, "cooldown").unwrap_or_default();
+        let cooldown: CooldownPolicy = self.field(top, "cooldown").unwrap_or_default();
         self.check_cooldown(&cooldown);
-        let default_model: Option<String> = self.field::<String>(&top, "default_model").filter(|m| !m.is_empty());
-        let runtime_file: PathBuf = self.field(&top, "runtime_file").unwrap_or_else(|| data_dir.join("runtime.yaml"));
-        let channel_selection: ChannelSelection = self.field(&top, "channel_selection").unwrap_or_default();
+        let default_model: Option<String> = self.field::<String>(top, "default_model").filter(|m| !m.is_empty());
+        let runtime_file: PathBuf = self.field(top, "runtime_file").unwrap_or_else(|| data_dir.join("runtime.yaml"));
         let priority_orders: std::collections::BTreeMap<String, Vec<SourceName>> =
-            self.field(&top, "priority_orders").unwrap_or_default();
-        let scoring: ScoringPolicy = self.field(&top, "scoring").unwrap_or_default();
-        let affinity: AffinityPolicy = self.field(&top, "affinity").unwrap_or_default();
-        let log_retention_days: Option<u32> = self.field(&top, "log_retention_days").or(Some(30));
-        let response_retention_days: Option<u32> = self.field(&top, "response_retention_days").or(Some(30));
-        let log_format: super::LogFormat = self.field(&top, "log_format").unwrap_or_default();
-        let telemetry: Option<super::TelemetryConfig> = self.field(&top, "telemetry");
-        let metrics: super::MetricsConfig = self.field(&top, "metrics").unwrap_or_default();
+            self.field(top, "priority_orders").unwrap_or_default();
+        let scoring: ScoringPolicy = self.field(top, "scoring").unwrap_or_default();
+        let affinity: AffinityPolicy = self.field(top, "affinity").unwrap_or_default();
+        let log_retention_days: Option<u32> = self.field(top, "log_retention_days").or(Some(30));
+        let response_retention_days: Option<u32> = self.field(top, "response_retention_days").or(Some(30));
+        let log_format: super::LogFormat = self.field(top, "log_format").unwrap_or_default();
+        let telemetry: Option<super::TelemetryConfig> = self.field(top, "telemetry");
+        let metrics: super::MetricsConfig = self.field(top, "metrics").unwrap_or_default();
         if let Some(t) = &telemetry {
             if !(t.otlp_endpoint.starts_with("http://") || t.otlp_endpoint.starts_with("https://")) {
                 self.error(
@@ -440,45 +483,21 @@ impl Collector<'_> {
         }
         // A URL alone, or a block whose fields are checked one by one.
         let shared_state = match top.get("shared_state") {
-            Some(Value::String(_)) => self.field(&top, "shared_state").map(super::SharedStateWritten::Url),
-            _ => self.field(&top, "shared_state").map(super::SharedStateWritten::Block),
+            Some(Value::String(_)) => self.field(top, "shared_state").map(super::SharedStateWritten::Url),
+            _ => self.field(top, "shared_state").map(super::SharedStateWritten::Block),
         }
         .and_then(|w| self.shared_state(w));
-        let telegram: Option<super::TelegramConfig> = self.field(&top, "telegram");
+        let telegram: Option<super::TelegramConfig> = self.field(top, "telegram");
         if let Some(t) = &telegram {
             self.check_telegram(t, &admin_token);
         }
         let adapter_policies: std::collections::BTreeMap<super::AdapterName, super::AdapterPolicy> =
-            self.field(&top, "adapters").unwrap_or_default();
-        let keys: Vec<KeyConfig> = self.list(&top, "keys");
-        let sources: Vec<SourceConfig> = self.list(&top, "sources");
-        let routes: Vec<RouteConfig> = self.list(&top, "routes");
-
+            self.field(top, "adapters").unwrap_or_default();
         self.check_sandbox(&sandbox, (body_limit_mb as usize) << 20);
         self.check_adapter_policies(&adapter_policies, &sandbox);
-        self.check_keys(&keys);
-        if let Some(addr) = listen {
-            self.check_public_keys(&keys, addr);
-        }
-        let mut known: Vec<String> = adapters.iter().map(|s| s.to_string()).collect();
-        known.extend(adapter_names(&adapter_dir));
-        self.check_sources(&sources, &known);
         self.check_scoring(&scoring);
-        self.check_routes(&routes, &routes, &sources);
-        for (model, order) in &priority_orders {
-            for (i, name) in order.iter().enumerate() {
-                if !sources.iter().any(|s| &s.name == name) {
-                    self.error(
-                        &format!("priority_orders.{model}[{i}]"),
-                        format!("no source named `{name}`"),
-                        "list source names from `sources:`",
-                    );
-                }
-            }
-        }
-
-        let settings = Settings {
-            listen: listen?,
+        Settings {
+            listen,
             admin_token,
             data_dir,
             adapter_dir,
@@ -500,17 +519,7 @@ impl Collector<'_> {
             telegram,
             shared_state,
             adapters: adapter_policies,
-        };
-        Some(Config {
-            settings: Arc::new(settings),
-            channel_selection,
-            keys,
-            sources,
-            routes,
-            auto: AutoChains::default(),
-            runtime_keys: Vec::new(),
-            source_templates: Vec::new(),
-        })
+        }
     }
 
     /// Expands `${VAR}` in every string scalar (not in keys), recording unset variables.

@@ -5,13 +5,13 @@ use axum::Extension;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::call::{Answer, Call};
 use super::dispatch::dispatch;
 use super::envelope::RequestId;
 use super::error::ApiError;
-use super::request::{Incoming, parse_json};
+use super::request::{Incoming, check, parse_json};
 use crate::config::ModelKind;
 use crate::router::AUTO;
 
@@ -35,7 +35,8 @@ pub async fn images(
 ) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
-    let request: ImagesRequest = parse_json(&bytes)?;
+    let mut unified: Map<String, Value> = parse_json(&bytes)?;
+    let request: ImagesRequest = check(&unified)?;
     if request.prompt.trim().is_empty() {
         return Err(ApiError::invalid_request("`prompt` must not be empty").param("prompt"));
     }
@@ -50,9 +51,8 @@ pub async fn images(
     let model = request.model.unwrap_or_else(|| AUTO.to_string());
     tracing::Span::current().record("model", &*model);
     // The adapter gets the body with the model it resolved to filled in.
-    let mut unified: Value = serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid_request(e.to_string()))?;
-    unified["model"] = Value::String(model.clone());
-    let unified = unified.to_string();
+    unified.insert("model".into(), Value::String(model.clone()));
+    let unified = Value::Object(unified).to_string();
     let call = Call {
         model: &model,
         unified: &unified,

@@ -10,6 +10,7 @@ use axum::extract::{ConnectInfo, FromRequest, Request};
 use axum::http::{HeaderMap, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use super::auth::KeyEntry;
 use super::error::{ApiError, ErrorType};
@@ -79,22 +80,26 @@ pub fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, ApiError
         return Err(ApiError::invalid_request("request body must be a JSON object"));
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    match serde_path_to_error::deserialize::<_, T>(&mut de) {
-        Ok(value) => de
-            .end()
-            .map(|_| value)
-            .map_err(|e| ApiError::invalid_request(format!("request body is not valid JSON: {e}"))),
-        Err(e) => {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            if inner.is_syntax() || inner.is_eof() {
-                Err(ApiError::invalid_request(format!("request body is not valid JSON: {inner}")))
-            } else if path == "." {
-                Err(ApiError::invalid_request(format!("invalid request: {inner}")))
-            } else {
-                Err(ApiError::invalid_request(format!("invalid `{path}`: {inner}")).param(path))
-            }
-        }
+    let value = serde_path_to_error::deserialize::<_, T>(&mut de).map_err(field_error)?;
+    de.end().map_err(|e| ApiError::invalid_request(format!("request body is not valid JSON: {e}")))?;
+    Ok(value)
+}
+
+/// Type-checks an already parsed body as `T` (borrowing from it), naming the offending field:
+/// a door that translates the body parses it once, as a value, and checks it with this.
+pub fn check<'a, T: Deserialize<'a>>(body: &'a Map<String, Value>) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(body).map_err(field_error)
+}
+
+fn field_error(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    if inner.is_syntax() || inner.is_eof() {
+        ApiError::invalid_request(format!("request body is not valid JSON: {inner}"))
+    } else if path == "." {
+        ApiError::invalid_request(format!("invalid request: {inner}"))
+    } else {
+        ApiError::invalid_request(format!("invalid `{path}`: {inner}")).param(path)
     }
 }
 

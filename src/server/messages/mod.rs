@@ -17,13 +17,13 @@ use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::call::{Answer, Call, Native};
 use super::dispatch::dispatch;
 use super::envelope::{FrontDoor, RequestId};
 use super::error::{ApiError, ErrorType};
-use super::request::{Incoming, parse_json};
+use super::request::{Incoming, check, parse_json};
 use crate::config::ModelKind;
 use crate::plugin::Operation;
 use crate::provider::{ChunkStream, Completion, Target};
@@ -45,17 +45,9 @@ pub async fn messages(
 ) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
-    let checked: request::MessagesRequest = parse_json(&bytes)?;
-    tracing::Span::current().record("model", &*checked.model);
-    if checked.messages.is_empty() {
-        return Err(ApiError::invalid_request("messages: at least one message is required").param("messages"));
-    }
-    let Value::Object(raw) =
-        serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::invalid_request(e.to_string()))?
-    else {
-        return Err(ApiError::invalid_request("request body must be a JSON object"));
-    };
-    let (unified, unified_error) = translated(&raw, &bytes);
+    let body: Map<String, Value> = parse_json(&bytes)?;
+    let checked = checked(&body)?;
+    let (unified, unified_error) = translated(&body, &bytes);
     let native = Native { protocol: PROTOCOL, body: &bytes, headers: &incoming.headers };
     let call = Call {
         model: &checked.model,
@@ -90,11 +82,21 @@ pub async fn messages(
     Ok(response)
 }
 
+/// The body (parsed once, as a value) type-checked: the fields the gateway reads or forwards.
+fn checked(body: &Map<String, Value>) -> Result<request::MessagesRequest<'_>, ApiError> {
+    let checked: request::MessagesRequest = check(body)?;
+    tracing::Span::current().record("model", &*checked.model);
+    if checked.messages.is_empty() {
+        return Err(ApiError::invalid_request("messages: at least one message is required").param("messages"));
+    }
+    Ok(checked)
+}
+
 /// The unified form of a Messages request; when it has none (a block the gateway cannot
 /// translate, such as a PDF `document`), the client's body and why: it may still go, as sent,
 /// to an upstream that speaks Anthropic.
-fn translated(raw: &serde_json::Map<String, Value>, bytes: &[u8]) -> (String, Option<String>) {
-    match request::to_unified(raw) {
+fn translated(body: &Map<String, Value>, bytes: &[u8]) -> (String, Option<String>) {
+    match request::to_unified(body) {
         Ok(unified) => (unified.to_string(), None),
         Err(e) => (String::from_utf8_lossy(bytes).into_owned(), Some(e.message.to_string())),
     }
@@ -109,17 +111,9 @@ pub async fn count_tokens(
     mut incoming: Incoming,
 ) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
-    let checked: request::MessagesRequest = parse_json(&bytes)?;
-    tracing::Span::current().record("model", &*checked.model);
-    if checked.messages.is_empty() {
-        return Err(ApiError::invalid_request("messages: at least one message is required").param("messages"));
-    }
-    let Value::Object(raw) =
-        serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::invalid_request(e.to_string()))?
-    else {
-        return Err(ApiError::invalid_request("request body must be a JSON object"));
-    };
-    let (unified, unified_error) = translated(&raw, &bytes);
+    let body: Map<String, Value> = parse_json(&bytes)?;
+    let checked = checked(&body)?;
+    let (unified, unified_error) = translated(&body, &bytes);
     let call = Call {
         model: &checked.model,
         unified: &unified,

@@ -2,11 +2,13 @@
 //! blocks to parts, tool_use to tool_calls, tool_result to tool messages, thinking kept.
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 
 use crate::server::error::ApiError;
 
-/// The fields checked before translating; everything is read from the JSON value after.
+/// The fields checked before translating (checked on the parsed body, borrowing from it:
+/// nothing large is copied); everything is read from the JSON value after.
 #[allow(dead_code)] // fields exist to be type-checked
 #[derive(Debug, Deserialize)]
 pub struct MessagesRequest<'a> {
@@ -14,7 +16,6 @@ pub struct MessagesRequest<'a> {
     pub model: std::borrow::Cow<'a, str>,
     pub max_tokens: Option<u64>,
     pub messages: Vec<Message>,
-    pub system: Option<Value>,
     #[serde(default)]
     pub stream: bool,
     pub temperature: Option<f64>,
@@ -28,7 +29,8 @@ pub struct MessagesRequest<'a> {
 #[derive(Debug, Deserialize)]
 pub struct Message {
     pub role: Role,
-    pub content: Value,
+    /// Required; its shape is checked where it is translated.
+    pub content: IgnoredAny,
 }
 
 #[derive(Debug, Deserialize, PartialEq, Eq)]

@@ -15,13 +15,13 @@ use axum::extract::Path;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::call::{Answer, Call, Native};
 use super::dispatch::dispatch;
 use super::envelope::RequestId;
 use super::error::{ApiError, ErrorType};
-use super::request::{Incoming, parse_json};
+use super::request::{Incoming, check, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 use store::Turn;
@@ -35,13 +35,9 @@ pub async fn responses(
 ) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
     let gw = incoming.gw.clone();
-    let checked: request::ResponsesRequest = parse_json(&bytes)?;
+    let mut raw: Map<String, Value> = parse_json(&bytes)?;
+    let checked: request::ResponsesRequest = check(&raw)?;
     tracing::Span::current().record("model", &*checked.model);
-    let Value::Object(mut raw) =
-        serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::invalid_request(e.to_string()))?
-    else {
-        return Err(ApiError::invalid_request("request body must be a JSON object"));
-    };
     let input = request::input_items(&raw)?;
     // A continued conversation is replayed whole: the upstream never needs to have kept it.
     let mut forwarded = bytes.clone();

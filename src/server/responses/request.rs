@@ -3,24 +3,24 @@
 //! `tool_calls` and tool messages, flat function tools to chat tools; built-in tools dropped.
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 
 use crate::server::error::ApiError;
 
-/// The fields type-checked before translating (the rest is read from the JSON value).
+/// The fields type-checked before translating, on the parsed body (`input` and `tools` only
+/// in shape: nothing large is copied; the rest is read from the JSON value).
 #[allow(dead_code)] // fields exist to be type-checked
 #[derive(Debug, Deserialize)]
-pub struct ResponsesRequest<'a> {
-    #[serde(borrow)]
-    pub model: std::borrow::Cow<'a, str>,
-    pub input: Option<Value>,
+pub struct ResponsesRequest {
+    pub model: String,
     pub instructions: Option<String>,
     #[serde(default)]
     pub stream: bool,
     pub max_output_tokens: Option<u64>,
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
-    pub tools: Option<Vec<Value>>,
+    pub tools: Option<Vec<IgnoredAny>>,
     pub parallel_tool_calls: Option<bool>,
     pub previous_response_id: Option<String>,
     pub store: Option<bool>,
