@@ -138,6 +138,10 @@ def main(results, cores, cpu):
             print(f"\n1 s upstream, {c} in flight: {slow[3]} answered, {slow[4]} errors, {slow[2]:.0f} req/s, "
                   f"p99 {slow[1]:.2f} s; Switchyard peak RSS {int(read(f'{results}/inflight{c}.rss_peak', '0')) / 1024:.1f} MB, "
                   f"openai adapter instances {read(f'{results}/inflight{c}.instances', '?').strip() or '?'}", end="")
+            capped = read(f"{results}/inflight{c}.capped", "").split()
+            if len(capped) == 2:
+                print(f" ({capped[0]} asked: this machine's open-file limit is {capped[1]}, and a request in flight "
+                      f"holds two descriptors in the gateway, its client's and its upstream's)", end="")
     idle = read(f"{results}/inflight.instances_idle")
     if idle:
         print(f"\nidle 80 s later: {idle.strip()} instance(s)", end="")

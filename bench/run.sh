@@ -195,7 +195,12 @@ instances() {
         python3 -c 'import json,sys; print(next(a["pool"]["instances"] for a in json.load(sys.stdin)["adapters"] if a["name"] == "openai"))'
 }
 payload[slow]='{"model":"slow","messages":[{"role":"user","content":"Hello"}]}'; url[slow]="${url[switchyard]}"
-for c in "${INFLIGHT[@]}"; do
+# A request in flight holds two descriptors in the gateway (its client's, its upstream's): a
+# level the open-file limit cannot hold is measured at the largest it can, and the report says so.
+nofile=$(ulimit -n)
+for want in "${INFLIGHT[@]}"; do
+    c=$want; fit=$(( (nofile - 1000) / 2 ))
+    if [ "$c" -gt "$fit" ]; then c=$fit; echo "$want $nofile" > "$results/inflight$c.capped"; fi
     echo "1 s upstream, $c in flight..." >&2
     echo 5 > "/proc/$sy/clear_refs" 2>/dev/null || true
     ( sleep 1.5; instances > "$results/inflight$c.instances" ) & sampler=$!

@@ -218,6 +218,7 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
         "adapters ready in {} ms",
         started.elapsed().as_millis()
     );
+    startup::raise_open_file_limit(gateway.settings.server.max_in_flight);
     startup::return_freed_memory();
     startup::shrink_idle_pools(&gateway);
     let runtime = gateway.runtime();

@@ -151,6 +151,33 @@ pub fn shrink_idle_pools(gateway: &Arc<Gateway>) {
     });
 }
 
+/// Raises the soft open-file limit to the hard one (service managers start processes at 1024,
+/// and a request in flight holds two descriptors: its client's and its upstream's), and warns
+/// when even that cannot hold `server.max_in_flight`. Returns the limit in force.
+pub fn raise_open_file_limit(max_in_flight: u32) -> Option<u64> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit only read and write the struct they are given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    // An unlimited hard limit still stops at the kernel's nr_open (2^20 by default).
+    let ceiling = limit.rlim_max.min(1 << 20);
+    if limit.rlim_cur < ceiling {
+        let raised = libc::rlimit { rlim_cur: ceiling, rlim_max: limit.rlim_max };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
+    }
+    let needed = 2 * u64::from(max_in_flight) + 1000;
+    if limit.rlim_cur < needed {
+        tracing::warn!(
+            "the open-file limit ({}) cannot hold server.max_in_flight ({max_in_flight}) requests, which need about {needed}: raise it (`ulimit -n`, systemd's LimitNOFILE=) or lower server.max_in_flight; past it requests get 503",
+            limit.rlim_cur
+        );
+    }
+    Some(limit.rlim_cur)
+}
+
 /// Hands memory malloc holds but no longer uses back to the OS: once now (compiling adapters
 /// at a first start leaves tens of MB free in the heap) and every minute after (a burst of
 /// thousands of requests in flight otherwise leaves its peak resident for good).

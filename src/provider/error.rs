@@ -54,9 +54,25 @@ pub enum AttemptError {
     Transport { source_name: SourceName, message: String },
     #[error("source `{source_name}` timed out {phase} (after {} ms)", after.as_millis())]
     Timeout { source_name: SourceName, phase: TimeoutPhase, after: Duration },
+    /// The gateway's own descriptors, ports or memory ran out before the upstream was reached:
+    /// the gateway is full, the source is not at fault.
+    #[error(
+        "the gateway could not open a connection to source `{source_name}`: {message} (the gateway's own limit: raise its open-file limit, `ulimit -n` or systemd's LimitNOFILE, or lower server.max_in_flight)"
+    )]
+    LocalResources { source_name: SourceName, message: String },
 }
 
 impl AttemptError {
+    /// The gateway's own capacity failed the attempt (an instance busy or lost, descriptors
+    /// run out): like a full source, nothing cools and the next candidate is tried.
+    pub fn is_gateways_own(&self) -> bool {
+        match self {
+            AttemptError::Sandbox(e) => e.cause.is_gateways_own(),
+            AttemptError::LocalResources { .. } => true,
+            _ => false,
+        }
+    }
+
     /// The failure came while the adapter translated the client's request, before anything
     /// was sent: the request's doing or the adapter's, never the source's.
     pub fn in_translation(&self) -> bool {

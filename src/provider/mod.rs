@@ -365,16 +365,30 @@ fn upstream(source: &SourceConfig, verdict: GuestError) -> AttemptError {
 fn transport(target: &Target<'_>, error: &reqwest::Error) -> AttemptError {
     // reqwest's Display names the URL only; walk the chain for the OS-level reason.
     let mut message = error.to_string();
+    let mut local = false;
     let mut cause = std::error::Error::source(error);
     while let Some(inner) = cause {
         message.push_str(": ");
         message.push_str(&inner.to_string());
+        local |= inner.downcast_ref::<std::io::Error>().is_some_and(out_of_local_resources);
         cause = inner.source();
     }
-    AttemptError::Transport {
-        source_name: target.source.name.clone(),
-        message: scrub(target.source, &bounded(message)),
+    let source_name = target.source.name.clone();
+    let message = scrub(target.source, &bounded(message));
+    if local {
+        AttemptError::LocalResources { source_name, message }
+    } else {
+        AttemptError::Transport { source_name, message }
     }
+}
+
+/// This process or machine ran out of descriptors, local ports or buffers: the upstream was
+/// never reached, so it must not be blamed (cooling it would turn a full gateway into 503s).
+fn out_of_local_resources(error: &std::io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL | libc::ENOBUFS | libc::ENOMEM)
+    )
 }
 
 /// Longest message from an upstream or adapter passed on (to the client, the log row, the

@@ -106,6 +106,7 @@ pub fn classify(error: &AttemptError) -> Option<Failure> {
         AttemptError::Refused { .. } => None,
         AttemptError::Sandbox(e) if e.call == crate::plugin::GuestCall::TransformRequest => None,
         // The gateway's own capacity, or another request's failure on a shared instance.
+        AttemptError::LocalResources { .. } => None,
         AttemptError::Sandbox(e) if e.cause.is_gateways_own() => None,
         AttemptError::Sandbox(_)
         | AttemptError::BadAdapterOutput { .. }

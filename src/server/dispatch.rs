@@ -144,9 +144,12 @@ async fn serve(
                 );
                 return Ok(attempt::reply(name, done, books));
             }
-            // The gateway's own capacity or instance failed it: busy, like a full source;
-            // nothing cools.
-            Err(AttemptError::Sandbox(e)) if e.cause.is_gateways_own() => {
+            // The gateway's own capacity, instance or descriptors failed it: busy, like a full
+            // source; nothing cools.
+            Err(e) if e.is_gateways_own() => {
+                if matches!(e, AttemptError::LocalResources { .. }) {
+                    tracing::warn!(source = %name, "{e}");
+                }
                 report.note(&candidate, e.to_string());
             }
             Err(e) => {

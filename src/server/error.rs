@@ -131,6 +131,9 @@ impl From<&AttemptError> for ApiError {
             AttemptError::Timeout { .. } => {
                 ApiError::new(StatusCode::GATEWAY_TIMEOUT, ErrorType::Upstream, message).code("upstream_timeout")
             }
+            AttemptError::LocalResources { .. } => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorType::Overloaded, message).code("gateway_full")
+            }
             AttemptError::Upstream { kind, status, message, code: upstream_code, retry_after, .. } => {
                 let (fallback, kind_name, code) = upstream_kind(*kind);
                 // The upstream's own code (`context_length_exceeded`, `content_filter`) when it

@@ -410,6 +410,7 @@ const ERROR_TYPES: &[&str] = &[
     "unsupported",
     "upstream_unreachable",
     "upstream_timeout",
+    "gateway_full",
     "client_closed",
     "context_length_exceeded",
     "content_filter",

@@ -10,6 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use super::Change;
 
+/// A journal segment grows to about this size, then is sealed and a new one begun; a sealed
+/// segment is deleted once the database holds all of it. Under sustained load the database
+/// never catches up with the last change, so the journal could never be emptied whole.
+const SEGMENT_BYTES: u64 = 16 << 20;
+
 #[derive(Serialize, Deserialize)]
 struct Entry<C> {
     seq: u64,
@@ -17,8 +22,13 @@ struct Entry<C> {
 }
 
 pub struct Journal {
+    /// The segment appended to.
     file: File,
     path: PathBuf,
+    /// Its size.
+    bytes: u64,
+    /// The last sequence number in the sealed segment (`<path>.1`), while there is one.
+    sealed_through: Option<u64>,
     /// The sequence number the next change gets.
     next_seq: u64,
     /// Whether anything was appended since the journal was last emptied.
@@ -26,24 +36,29 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Opens (creating) the journal and reads what it holds; a torn last line (the process
-    /// died inside a write) is skipped.
+    /// Opens (creating) the journal and reads what it holds, the sealed segment first; a torn
+    /// last line (the process died inside a write) is skipped.
     pub fn open(path: &Path) -> std::io::Result<(Journal, Vec<(u64, Change)>)> {
-        let file = crate::private_fs::open(path, true)?;
+        let sealed = sealed_path(path);
         let mut entries = Vec::new();
-        for line in BufReader::new(&file).split(b'\n') {
-            let line = line?;
-            match serde_json::from_slice::<Entry<Change>>(&line) {
-                Ok(e) => entries.push((e.seq, e.change)),
-                Err(e) if !line.is_empty() => {
-                    tracing::warn!(journal = %path.display(), "skipping an unreadable journal line: {e}")
-                }
-                Err(_) => {}
-            }
-        }
+        let sealed_through = if sealed.exists() {
+            read_entries(&crate::private_fs::open(&sealed, true)?, &sealed, &mut entries)?;
+            Some(entries.iter().map(|(seq, _)| *seq).max().unwrap_or(0))
+        } else {
+            None
+        };
+        let file = crate::private_fs::open(path, true)?;
+        read_entries(&file, path, &mut entries)?;
         let last_seq = entries.iter().map(|(seq, _)| *seq).max().unwrap_or(0);
-        let holds_changes = file.metadata()?.len() > 0;
-        let journal = Journal { file, path: path.to_path_buf(), next_seq: last_seq + 1, holds_changes };
+        let bytes = file.metadata()?.len();
+        let journal = Journal {
+            file,
+            path: path.to_path_buf(),
+            bytes,
+            sealed_through,
+            next_seq: last_seq + 1,
+            holds_changes: bytes > 0,
+        };
         Ok((journal, entries))
     }
 
@@ -59,22 +74,135 @@ impl Journal {
         self.holds_changes = true;
         let mut line = serde_json::to_vec(&Entry { seq, change }).expect("state changes serialise");
         line.push(b'\n');
-        if let Err(e) = self.file.write_all(&line) {
+        match self.file.write_all(&line) {
+            Ok(()) => self.bytes += line.len() as u64,
             // The change still reaches the database through the writer; only a crash before
             // that commit would lose it.
-            tracing::error!(journal = %self.path.display(), "cannot append to the state journal: {e}");
+            Err(e) => tracing::error!(journal = %self.path.display(), "cannot append to the state journal: {e}"),
+        }
+        if self.bytes >= SEGMENT_BYTES && self.sealed_through.is_none() {
+            self.seal(seq);
         }
         seq
     }
 
-    /// Empties the journal when everything in it is committed (through `committed`).
+    /// The segment becomes the sealed one and a new one begins.
+    fn seal(&mut self, through: u64) {
+        let sealed = sealed_path(&self.path);
+        let reopened = std::fs::rename(&self.path, &sealed).and_then(|()| crate::private_fs::open(&self.path, true));
+        match reopened {
+            Ok(file) => {
+                self.file = file;
+                self.bytes = 0;
+                self.holds_changes = false;
+                self.sealed_through = Some(through);
+            }
+            Err(e) => tracing::error!(journal = %self.path.display(), "cannot begin a new journal segment: {e}"),
+        }
+    }
+
+    /// Lets go of what the database holds (through `committed`): the sealed segment once all
+    /// of it is committed, the open one when everything is.
     pub fn truncate_through(&mut self, committed: u64) {
+        if self.sealed_through.is_some_and(|last| committed >= last) {
+            match std::fs::remove_file(sealed_path(&self.path)) {
+                Ok(()) => self.sealed_through = None,
+                Err(e) => {
+                    tracing::error!(journal = %self.path.display(), "cannot remove a sealed journal segment: {e}")
+                }
+            }
+        }
         if !self.holds_changes || committed + 1 < self.next_seq {
             return;
         }
         match self.file.set_len(0) {
-            Ok(()) => self.holds_changes = false,
+            Ok(()) => {
+                self.holds_changes = false;
+                self.bytes = 0;
+            }
             Err(e) => tracing::error!(journal = %self.path.display(), "cannot truncate the state journal: {e}"),
         }
+    }
+
+    /// Bytes on disk, both segments.
+    #[cfg(test)]
+    pub fn size(&self) -> u64 {
+        let sealed = std::fs::metadata(sealed_path(&self.path)).map_or(0, |m| m.len());
+        self.bytes + sealed
+    }
+}
+
+fn sealed_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".1");
+    PathBuf::from(name)
+}
+
+fn read_entries(file: &File, path: &Path, into: &mut Vec<(u64, Change)>) -> std::io::Result<()> {
+    for line in BufReader::new(file).split(b'\n') {
+        let line = line?;
+        match serde_json::from_slice::<Entry<Change>>(&line) {
+            Ok(e) => into.push((e.seq, e.change)),
+            Err(e) if !line.is_empty() => {
+                tracing::warn!(journal = %path.display(), "skipping an unreadable journal line: {e}")
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(i: usize) -> Change {
+        Change::PruneLogs(i as u64)
+    }
+
+    #[test]
+    fn a_journal_the_database_always_trails_stays_bounded_and_replays_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.journal");
+        let (mut journal, _) = Journal::open(&path).unwrap();
+        // The database always one change behind, as under sustained load: never empty.
+        let mut largest = 0;
+        for i in 0..1_000_000 {
+            let seq = journal.append(&change(i));
+            journal.truncate_through(seq - 1);
+            if i % 1000 == 0 {
+                largest = largest.max(journal.size());
+            }
+        }
+        assert!(largest > SEGMENT_BYTES / 2, "the run wrote segments' worth: {largest}");
+        assert!(largest < 2 * SEGMENT_BYTES + 4096, "the journal stays near two segments: {largest}");
+        // What is not yet committed survives a restart, in order, across both segments.
+        let sealed = journal.sealed_through;
+        let through = journal.next_seq - 1;
+        drop(journal);
+        let (_, entries) = Journal::open(&path).unwrap();
+        let seqs: Vec<u64> = entries.iter().map(|(seq, _)| *seq).collect();
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "in order");
+        assert_eq!(seqs.last(), Some(&through));
+        if let Some(sealed) = sealed {
+            assert!(seqs.contains(&sealed), "the sealed segment is read back");
+        }
+    }
+
+    #[test]
+    fn a_sealed_segment_waits_for_the_database_to_commit_all_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.journal");
+        let (mut journal, _) = Journal::open(&path).unwrap();
+        let mut i = 0;
+        while journal.sealed_through.is_none() {
+            journal.append(&change(i));
+            i += 1;
+        }
+        let sealed = journal.sealed_through.unwrap();
+        journal.truncate_through(sealed - 1);
+        assert!(sealed_path(&path).exists(), "one change of it is not committed yet");
+        journal.truncate_through(sealed);
+        assert!(!sealed_path(&path).exists(), "all of it is");
     }
 }

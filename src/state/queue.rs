@@ -1,5 +1,6 @@
 //! The state writer's queue: changes pile up and the writer takes the whole pile when its
-//! batch window ends; an urgent item (a flush someone waits on) ends the window at once.
+//! batch window ends; an urgent item (a flush someone waits on) ends the window at once, and
+//! a pile grown past its bound makes its senders wait until the writer takes it.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -7,6 +8,8 @@ use std::time::{Duration, Instant};
 pub struct Queue<T> {
     inner: Mutex<Inner<T>>,
     wake: Condvar,
+    /// The writer took a pile.
+    taken: Condvar,
     /// How long a pile with nothing urgent in it may wait.
     deferred_for: Duration,
 }
@@ -22,7 +25,7 @@ struct Inner<T> {
 impl<T> Queue<T> {
     pub fn new(deferred_for: Duration) -> Queue<T> {
         let inner = Inner { items: Vec::new(), urgent: false, closed: false, oldest: None };
-        Queue { inner: Mutex::new(inner), wake: Condvar::new(), deferred_for }
+        Queue { inner: Mutex::new(inner), wake: Condvar::new(), taken: Condvar::new(), deferred_for }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner<T>> {
@@ -59,6 +62,17 @@ impl<T> Queue<T> {
         }
     }
 
+    /// Blocks while more than `bound` items wait, the writer woken to take them at once.
+    pub fn wait_below(&self, bound: usize) {
+        let mut inner = self.lock();
+        while inner.items.len() > bound && !inner.closed {
+            if !std::mem::replace(&mut inner.urgent, true) {
+                self.wake.notify_one();
+            }
+            inner = self.taken.wait(inner).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
     /// The writer ends once what is queued is taken.
     pub fn close(&self) {
         self.lock().closed = true;
@@ -90,7 +104,10 @@ impl<T> Queue<T> {
         }
         inner.urgent = false;
         inner.oldest = None;
-        Some(std::mem::take(&mut inner.items))
+        let pile = std::mem::take(&mut inner.items);
+        drop(inner);
+        self.taken.notify_all();
+        Some(pile)
     }
 }
 
@@ -141,6 +158,28 @@ mod tests {
         queue.push("usage");
         queue.push_urgent("log");
         assert_eq!(writer.join().unwrap(), Some(vec!["usage", "log"]));
+    }
+
+    #[test]
+    fn a_sender_past_the_bound_waits_until_the_writer_takes_the_pile() {
+        let queue = Arc::new(Queue::new(Duration::from_secs(3600)));
+        for i in 0..3 {
+            queue.push(i);
+        }
+        let (sent, done) = std::sync::mpsc::channel();
+        let sender = {
+            let queue = Arc::clone(&queue);
+            std::thread::spawn(move || {
+                queue.push(3);
+                queue.wait_below(2);
+                sent.send(()).unwrap();
+            })
+        };
+        // The deferred pile is due in an hour: only the bound wakes the writer now.
+        assert_eq!(queue.next_batch(), Some(vec![0, 1, 2, 3]));
+        done.recv().unwrap();
+        sender.join().unwrap();
+        assert_eq!(queue.len(), 0);
     }
 
     #[test]

@@ -948,3 +948,59 @@ async fn an_error_head_whose_body_stalls_is_bounded_by_the_first_byte_timeout() 
     assert_eq!(response.status(), 504, "{:?}", response.text().await);
     assert!(started.elapsed() >= Duration::from_millis(400));
 }
+
+// The gateway's own descriptors run out (a burst past `ulimit -n`): its limit, not the source's.
+
+/// Sets the process's soft open-file limit; returns the one it had.
+fn set_open_file_limit(pid: u32, soft: u64) -> u64 {
+    let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    assert_eq!(unsafe { libc::prlimit(pid as libc::pid_t, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) }, 0);
+    let new = libc::rlimit { rlim_cur: soft, rlim_max: old.rlim_max };
+    assert_eq!(unsafe { libc::prlimit(pid as libc::pid_t, libc::RLIMIT_NOFILE, &new, std::ptr::null_mut()) }, 0);
+    old.rlim_cur
+}
+
+#[tokio::test]
+async fn running_out_of_descriptors_is_the_gateways_own_limit_and_cools_no_source() {
+    // Every answer closes its connection, so each request opens a new one to the upstream.
+    let upstream = FaultyUpstream::healthy(ANSWER).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Binary::start(
+        dir.path(),
+        &format!(
+            "cooldown: {{failure_threshold: 1}}\nsources:\n  - {{name: one, base_url: '{}', models: [{{name: m}}]}}\n",
+            upstream.url
+        ),
+    );
+    // One client connection, kept alive: it is open before the limit falls.
+    let client = reqwest::Client::builder().pool_max_idle_per_host(1).build().unwrap();
+    let url = format!("{}/v1/chat/completions", gateway.url);
+    let ask = || async {
+        let response =
+            within(GUARD, "an answer", client.post(&url).bearer_auth(KEY).json(&chat_body("m", false)).send())
+                .await
+                .expect("the gateway answers");
+        let status = response.status();
+        (status, response.json::<Value>().await.expect("JSON"))
+    };
+    let (status, body) = ask().await;
+    assert_eq!(status, 200, "{body}");
+
+    // No new descriptor can be opened: the upstream cannot be dialled.
+    let before = set_open_file_limit(gateway.pid(), 0);
+    let (status, body) = ask().await;
+    set_open_file_limit(gateway.pid(), before);
+    assert_eq!(status, 503, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the gateway's own limit") && message.contains("ulimit -n"),
+        "says whose limit and the fix: {message}"
+    );
+    assert_eq!(upstream.attempts(), 1, "the upstream was never reached");
+
+    // With the limit back the source serves at once: one failure would have cooled it.
+    let (status, body) = ask().await;
+    assert_eq!(status, 200, "the source was not cooled: {body}");
+    assert_eq!(upstream.attempts(), 2);
+    gateway.assert_alive("running out of descriptors").await;
+}

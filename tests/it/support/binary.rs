@@ -64,6 +64,11 @@ impl Binary {
         Binary { child, url, log }
     }
 
+    /// The process id, to inspect or limit it from outside.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The process is running and answers `GET /health`.
     pub async fn assert_alive(&mut self, after: &str) {
         let exited = self.child.try_wait().unwrap();
