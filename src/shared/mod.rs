@@ -395,6 +395,10 @@ impl Shared {
                 Ok(()) => {
                     if self.link.succeeded() {
                         self.resync(&mut conn, replica.as_ref()).await;
+                    } else if let Err(e) = self.send_unsent_runtime(&mut conn, replica.as_ref()).await {
+                        // An edit whose send was still failing when Redis came back (the
+                        // resync found nothing unsent yet) goes out at the next sync.
+                        self.link.failed(&e.to_string());
                     }
                     self.syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
@@ -581,22 +585,41 @@ impl Shared {
         self.cooldowns_seen.store(u64::MAX, std::sync::atomic::Ordering::SeqCst);
         // An edit made meanwhile goes out now; a Redis that came back empty gets this
         // replica's file, as at the first start.
-        let unsent = self.runtime_unsent.swap(false, std::sync::atomic::Ordering::SeqCst);
-        let stored = if unsent {
-            self.store_runtime(conn, &replica.runtime_yaml()).await.map(|version| {
-                self.runtime_version.fetch_max(version, std::sync::atomic::Ordering::SeqCst);
-            })
-        } else {
-            self.seed_runtime(conn, replica).await
+        let stored = match self.send_unsent_runtime(conn, replica).await {
+            Ok(true) => Ok(()),
+            Ok(false) => self.seed_runtime(conn, replica).await,
+            Err(e) => Err(e),
         };
         if let Err(e) = stored {
-            self.runtime_unsent.fetch_or(unsent, std::sync::atomic::Ordering::SeqCst);
             self.link.failed(&e.to_string());
         }
         if let Err(e) = self.fetch_adapters(conn, replica).await {
             self.link.failed(&e.to_string());
         }
         tracing::info!("shared state resynchronised");
+    }
+
+    /// Sends the runtime edit this replica made while Redis was away, if there is one; true
+    /// when one was sent.
+    async fn send_unsent_runtime(
+        &self,
+        conn: &mut ConnectionManager,
+        replica: &dyn Replica,
+    ) -> redis::RedisResult<bool> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if !self.runtime_unsent.swap(false, SeqCst) {
+            return Ok(false);
+        }
+        match self.store_runtime(conn, &replica.runtime_yaml()).await {
+            Ok(version) => {
+                self.runtime_version.fetch_max(version, SeqCst);
+                Ok(true)
+            }
+            Err(e) => {
+                self.runtime_unsent.store(true, SeqCst);
+                Err(e)
+            }
+        }
     }
 
     /// Every cooldown the replicas recorded (the hash changed since the last read, or Redis
