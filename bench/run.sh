@@ -66,7 +66,8 @@ tree_rss_kb() { local total=0; for p in $1 $(pgrep -P "$1" 2>/dev/null); do tota
 setsid $pin_load "$MOCK" 9100 & pids+=($!); wait_port 9100
 
 # ---- Switchyard ------------------------------------------------------------------------------
-mkdir -p "$work/switchyard"
+# A fresh database each run: the soak's disk figures are this run's alone.
+rm -rf "$work/switchyard"; mkdir -p "$work/switchyard"
 cat > "$work/switchyard/config.yaml" <<YAML
 listen: 127.0.0.1:9200
 data_dir: $work/switchyard/data

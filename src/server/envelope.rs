@@ -43,7 +43,9 @@ pub fn layer(
 /// with) is logged and rendered in the front door's protocol, and the id stamped on the answer.
 async fn envelope(door: &'static FrontDoor, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let id = uuid::Uuid::new_v4().simple().to_string();
+    // Time-ordered (UUIDv7): the log's request-id index then grows at its end, so a batch of
+    // rows touches a few index pages instead of one random page each.
+    let id = uuid::Uuid::now_v7().simple().to_string();
     request.extensions_mut().insert(RequestId(id.clone()));
     let span = tracing::info_span!("request", door = door.name, id = %id, key = tracing::field::Empty, model = tracing::field::Empty);
     crate::telemetry::continue_from(&span, request.headers());
