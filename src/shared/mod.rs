@@ -540,7 +540,9 @@ impl Shared {
             .await?;
         let (Some(version), Some(file)) = (version, file) else { return Ok(()) };
         use std::sync::atomic::Ordering::SeqCst;
-        if version <= self.runtime_version.load(SeqCst) {
+        // An edit of this replica's that Redis has not seen yet goes out first (the next sync):
+        // adopting another file now would overwrite the edit before it was ever sent.
+        if version <= self.runtime_version.load(SeqCst) || self.runtime_unsent.load(SeqCst) {
             return Ok(());
         }
         let from = from.unwrap_or_default();
