@@ -8,6 +8,7 @@
 #   bench/ab.sh LABEL_A CONFIG_A LABEL_B CONFIG_B [ROUNDS] [SECONDS] [CONNECTIONS]
 # CONFIG_* are lines added to the gateway's config (e.g. "metrics: {enabled: false}");
 # KEY_EXTRA and SOURCE_EXTRA, fields added to both sides' key and source (", rpm: 1000000").
+# BIN_A and BIN_B: another gateway binary for a side (two builds compared; default: this one's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 label_a="$1"; extra_a="$2"; label_b="$3"; extra_b="$4"
@@ -36,7 +37,9 @@ $3
 sources:
   - {name: openai, base_url: 'http://127.0.0.1:9101/v1', api_key: sk-upstream, max_concurrent: 500${SOURCE_EXTRA:-}, models: [{name: bench}]}
 YAML
-    SWITCHYARD_LOG=warn taskset -c 0 target/release/switchyard --config "$work/$1/config.yaml" 2>"$work/$1/log" &
+    local bin=target/release/switchyard
+    if [ "$1" = a ]; then bin="${BIN_A:-$bin}"; else bin="${BIN_B:-$bin}"; fi
+    SWITCHYARD_LOG=warn taskset -c 0 "$bin" --config "$work/$1/config.yaml" 2>"$work/$1/log" &
     pids+=($!); gw[$1]=$!; wait_port "$2"
 }
 declare -A gw

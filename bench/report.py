@@ -142,6 +142,18 @@ def main(results, cores, cpu):
             if len(capped) == 2:
                 print(f" ({capped[0]} asked: this machine's open-file limit is {capped[1]}, and a request in flight "
                       f"holds two descriptors in the gateway, its client's and its upstream's)", end="")
+    h2levels = sorted(int(m.group(1)) for f in os.listdir(results) if (m := re.match(r"h2inflight(\d+)\.txt$", f)))
+    for c in h2levels:
+        out = read(f"{results}/h2inflight{c}.txt")
+        done = re.search(r"requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", out)
+        codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
+        took = re.search(r"finished in ([\d.]+)s, ([\d.]+) req/s", out)
+        if done and codes and took:
+            errors = int(done.group(4)) + int(done.group(5)) + int(done.group(6)) + int(codes.group(3)) + int(codes.group(4))
+            print(f"\n1 s upstream over HTTP/2 (h2load, 200 streams a connection, one upstream connection), {c} in flight: "
+                  f"{codes.group(1)} answered, {errors} errors, {float(took.group(2)):.0f} req/s in {float(took.group(1)):.1f} s; "
+                  f"Switchyard peak RSS {int(read(f'{results}/h2inflight{c}.rss_peak', '0')) / 1024:.1f} MB, "
+                  f"openai adapter instances {read(f'{results}/h2inflight{c}.instances', '?').strip() or '?'}", end="")
     idle = read(f"{results}/inflight.instances_idle")
     if idle:
         print(f"\nidle 80 s later: {idle.strip()} instance(s)", end="")

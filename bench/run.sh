@@ -32,8 +32,8 @@ pin_gw="taskset -c 0"; pin_load="taskset -c 1"
 [ "$(nproc)" -ge 2 ] || { pin_gw=""; pin_load=""; }
 
 # ---- tools -------------------------------------------------------------------------------
-if ! command -v hey >/dev/null || ! command -v wrk >/dev/null; then
-    apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hey wrk >/dev/null
+if ! command -v hey >/dev/null || ! command -v wrk >/dev/null || ! command -v h2load >/dev/null; then
+    apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hey wrk nghttp2-client >/dev/null
 fi
 ulimit -n 131072 2>/dev/null || ulimit -n 65536 2>/dev/null || true
 # 20,000 in flight opens 40,000 loopback connections: widen the ephemeral range where allowed.
@@ -81,6 +81,13 @@ sources:
     max_concurrent: 21000               # 20,000 in flight in the 1 s scenario
     timeout_seconds: 30
     models: [{name: bench}, {name: slow}]
+  - name: openai-h2                     # the same mock over h2c: one connection for all
+    base_url: http://127.0.0.1:9100/v1
+    api_key: sk-upstream
+    http_version: http2
+    max_concurrent: 21000
+    timeout_seconds: 30
+    models: [{name: slow-h2, upstream: slow}]
   - name: claude
     base_url: http://127.0.0.1:9100/v1
     adapter: anthropic
@@ -208,6 +215,20 @@ for want in "${INFLIGHT[@]}"; do
     load slow "inflight$c" -n $((c * 2)) -c "$c" -t 30
     wait "$sampler" || true
     echo "$(hwm_kb "$sy")" > "$results/inflight$c.rss_peak"
+done
+# The same levels over HTTP/2 on both hops (h2load, 200 streams a connection; the source
+# `openai-h2`): a request in flight then holds a stream, not a descriptor, and the open-file
+# limit caps nothing.
+printf '%s' '{"model":"slow-h2","messages":[{"role":"user","content":"Hello"}]}' > "$results/slow-h2.json"
+for c in "${INFLIGHT[@]}"; do
+    echo "1 s upstream over HTTP/2, $c in flight..." >&2
+    echo 5 > "/proc/$sy/clear_refs" 2>/dev/null || true
+    ( sleep 1.5; instances > "$results/h2inflight$c.instances" ) & sampler=$!
+    $pin_load h2load -n $((c * 2)) -c $(( (c + 199) / 200 )) -m 200 -H "authorization: Bearer sk-bench" \
+        -H "content-type: application/json" -d "$results/slow-h2.json" \
+        "${url[switchyard]}" > "$results/h2inflight$c.txt" 2>&1 || true
+    wait "$sampler" || true
+    echo "$(hwm_kb "$sy")" > "$results/h2inflight$c.rss_peak"
 done
 if [ "$quick" = 0 ]; then
     echo "waiting for idle instances to be let go..." >&2

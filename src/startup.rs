@@ -171,7 +171,7 @@ pub fn raise_open_file_limit(max_in_flight: u32) -> Option<u64> {
     let needed = 2 * u64::from(max_in_flight) + 1000;
     if limit.rlim_cur < needed {
         tracing::warn!(
-            "the open-file limit ({}) cannot hold server.max_in_flight ({max_in_flight}) requests, which need about {needed}: raise it (`ulimit -n`, systemd's LimitNOFILE=) or lower server.max_in_flight; past it requests get 503",
+            "the open-file limit ({}) cannot hold server.max_in_flight ({max_in_flight}) requests over HTTP/1.1, which need about {needed}: raise it (`ulimit -n`, systemd's LimitNOFILE=) or lower server.max_in_flight (HTTP/2 clients and sources need no descriptor per request); past it requests get 503",
             limit.rlim_cur
         );
     }

@@ -634,6 +634,9 @@ impl Collector<'_> {
             let field = if s.max_connections == 0 { "server.max_connections" } else { "server.max_in_flight" };
             self.error(field, "must be at least 1", "write a count, e.g. 10000");
         }
+        if s.http2_max_streams == 0 {
+            self.error("server.http2_max_streams", "must be at least 1", "write a count, e.g. 200");
+        }
         for (field, secs) in [
             ("server.header_timeout_seconds", s.header_timeout_seconds),
             ("server.body_timeout_seconds", s.body_timeout_seconds),

@@ -326,6 +326,9 @@ pub struct ServerLimits {
     /// A connection with no request in flight for this long is closed (keep-alive idle); a new
     /// one must start its first request within `header_timeout_seconds`.
     pub idle_timeout_seconds: f64,
+    /// Requests one HTTP/2 connection may have open at once (its streams); `max_in_flight`
+    /// still bounds them all.
+    pub http2_max_streams: u32,
 }
 
 impl Default for ServerLimits {
@@ -336,6 +339,7 @@ impl Default for ServerLimits {
             header_timeout_seconds: 10.0,
             body_timeout_seconds: 60.0,
             idle_timeout_seconds: 75.0,
+            http2_max_streams: 200,
         }
     }
 }
@@ -462,6 +466,9 @@ pub struct SourceConfig {
     /// Requests per minute this source accepts; unset = no limit.
     #[serde(default)]
     pub rpm: Option<u32>,
+    /// Which HTTP the gateway speaks to the upstream.
+    #[serde(default, skip_serializing_if = "HttpVersion::is_auto")]
+    pub http_version: HttpVersion,
     /// Adapter settings, passed to the adapter as they are (e.g. `header.X-Org: acme`).
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
@@ -473,6 +480,27 @@ pub struct SourceConfig {
     /// An operator's switch: a disabled source keeps its place but serves nothing.
     #[serde(default = "enabled_by_default", skip_serializing_if = "is_enabled")]
     pub enabled: bool,
+}
+
+/// A source's `http_version:`. HTTP/2 carries every request to the source on one connection
+/// (up to the upstream's stream limit, then they queue), HTTP/1.1 opens one per request in flight.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HttpVersion {
+    /// HTTP/2 where the upstream's TLS offers it, HTTP/1.1 otherwise (plain `http://`).
+    #[default]
+    Auto,
+    /// HTTP/1.1 only, for upstreams whose HTTP/2 misbehaves.
+    Http1,
+    /// HTTP/2 only; over plain `http://` with prior knowledge (h2c), as vLLM or Envoy behind
+    /// a private network take it.
+    Http2,
+}
+
+impl HttpVersion {
+    fn is_auto(&self) -> bool {
+        *self == HttpVersion::Auto
+    }
 }
 
 fn enabled_by_default() -> bool {

@@ -18,7 +18,7 @@ pub use framing::{FrameError, split as split_events};
 pub use stream::{ChunkStream, OnEnd, StreamEnd};
 pub use tally::{Tally, prompt_estimate};
 
-use crate::config::{Config, ModelConfig, SourceConfig, SourceName};
+use crate::config::{Config, HttpVersion, ModelConfig, SourceConfig, SourceName};
 use crate::plugin::{
     Adapter, AdapterSession, ClientRequest, GuestError, HttpRequest, HttpResponse, Operation, SourceContext,
 };
@@ -78,7 +78,7 @@ struct Link {
     limit: Arc<Semaphore>,
     /// Requests waiting for a place under `max_concurrent`.
     waiting: std::sync::atomic::AtomicUsize,
-    shape: (u32, u64),
+    shape: (u32, u64, HttpVersion),
 }
 
 /// A place in a source's `max_concurrent`; held until the answer (or stream) is done.
@@ -89,12 +89,12 @@ impl Provider {
         Provider { links: HashMap::new() }.rebuild(config)
     }
 
-    /// The provider for a changed config: sources whose limit and connect timeout are
+    /// The provider for a changed config: sources whose limit, connect timeout and HTTP are
     /// unchanged keep their client and semaphore (in-flight requests keep their places).
     pub fn rebuild(&self, config: &Config) -> anyhow::Result<Provider> {
         let mut links = HashMap::new();
         for source in &config.sources {
-            let shape = (source.max_concurrent, source.connect_timeout_seconds);
+            let shape = (source.max_concurrent, source.connect_timeout_seconds, source.http_version);
             let link = match self.links.get(&source.name) {
                 Some(link) if link.shape == shape => link.clone(),
                 _ => {
@@ -102,8 +102,15 @@ impl Provider {
                         .connect_timeout(source.connect_timeout())
                         .pool_idle_timeout(Duration::from_secs(90))
                         .tcp_nodelay(true)
-                        .redirect(same_origin_redirects())
-                        .build()?;
+                        .redirect(same_origin_redirects());
+                    let client = match source.http_version {
+                        HttpVersion::Auto => client,
+                        HttpVersion::Http1 => client.http1_only(),
+                        // Not the adaptive window: it starts at 64 KiB, and thousands of
+                        // answers at once then arrive in slivers h2 takes for a flood.
+                        HttpVersion::Http2 => client.http2_prior_knowledge(),
+                    }
+                    .build()?;
                     let limit = Arc::new(Semaphore::new(source.max_concurrent as usize));
                     Arc::new(Link { client, limit, waiting: Default::default(), shape })
                 }

@@ -49,7 +49,11 @@ pub async fn serve(
     let app = super::router(gateway);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout());
-    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Duration::from_secs(30));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Duration::from_secs(30))
+        .max_concurrent_streams(limits.http2_max_streams);
     let builder = Arc::new(builder);
     let connections = Arc::new(Semaphore::new(limits.max_connections as usize));
     let handle = tokio::spawn(async move {

@@ -34,6 +34,11 @@ sources:
     models:
       - name: m
         kind: video
+  - name: s4
+    base_url: http://127.0.0.1:1
+    http_version: h3
+    models: [{name: m}]
+server: {http2_max_streams: 0}
 ";
 
 #[test]
@@ -52,6 +57,8 @@ fn check_reports_every_error_with_file_line_field_and_fix() {
         format!("{path}:11: sources[0].adapter: no adapter named `nosuch`"),
         format!("{path}:16: sources[1].max_concurent: unknown field `max_concurent`"),
         format!("{path}:22: sources[2].models[0].kind: unknown variant `video`"),
+        format!("{path}:25: sources[3].http_version: unknown variant `h3`, expected one of `auto`, `http1`, `http2`"),
+        format!("{path}:27: server.http2_max_streams: must be at least 1"),
     ];
     let mut at = 0;
     for line in &expect {
@@ -59,9 +66,9 @@ fn check_reports_every_error_with_file_line_field_and_fix() {
             err[at..].find(line.as_str()).unwrap_or_else(|| panic!("missing {line:?} (in line order) in:\n{err}"));
         at += found + line.len();
     }
-    assert!(err.contains("has 7 errors"), "{err}");
+    assert!(err.contains("has 9 errors"), "{err}");
     assert!(err.contains("did you mean `sources`?"), "{err}");
-    assert_eq!(err.matches("      fix: ").count(), 7, "every error carries a fix:\n{err}");
+    assert_eq!(err.matches("      fix: ").count(), 9, "every error carries a fix:\n{err}");
 }
 
 #[test]

@@ -17,6 +17,7 @@ mod faults;
 mod fuzz;
 mod gemini_upstream;
 mod hostile;
+mod http2;
 mod images;
 mod kill_restart;
 mod layering;

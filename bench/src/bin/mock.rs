@@ -1,6 +1,7 @@
 //! A zero-latency LLM upstream for benchmarks: OpenAI chat completions (JSON, or SSE with
 //! CHUNKS events INTERVAL_MS apart) and Anthropic messages (JSON or SSE). A model name
 //! containing `slow` answers after one second (connection and memory behaviour under load).
+//! Speaks HTTP/1.1 and h2c (prior knowledge), with room for 100,000 streams a connection.
 //! Usage: mock PORT   (env CHUNKS, default 20; INTERVAL_MS, default 10)
 
 use std::convert::Infallible;
@@ -11,7 +12,9 @@ use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::serve::ListenerExt;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
 
 const CHAT_JSON: &str = r#"{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"bench","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there, how may I assist you today?"},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}}"#;
 const MESSAGE_JSON: &str = r#"{"id":"msg_bench","type":"message","role":"assistant","model":"bench","content":[{"type":"text","text":"Hello there, how may I assist you today?"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":12}}"#;
@@ -90,14 +93,29 @@ async fn messages(body: Bytes) -> Response {
 
 #[tokio::main]
 async fn main() {
+    // The HTTP stack's own warnings (an h2 peer past a flood limit, say) reach the log.
+    tracing_subscriber::fmt().with_max_level(tracing_subscriber::filter::LevelFilter::WARN).with_writer(std::io::stderr).init();
     let port: u16 = std::env::args().nth(1).and_then(|p| p.parse().ok()).unwrap_or(9100);
     let app = Router::new().route("/v1/chat/completions", post(chat)).route("/v1/messages", post(messages));
     // A deep accept backlog: thousands of connections arrive at once in the in-flight scenario.
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_reuseaddr(true).unwrap();
     socket.bind(([127, 0, 0, 1], port).into()).expect("binding the mock's port");
-    let listener = socket.listen(16384).unwrap().tap_io(|s| {
-        let _ = s.set_nodelay(true);
-    });
-    axum::serve(listener, app).await.unwrap();
+    let listener = socket.listen(16384).unwrap();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http2().max_concurrent_streams(100_000);
+    let builder = std::sync::Arc::new(builder);
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await; // out of descriptors: let some close
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let (builder, service) = (builder.clone(), TowerToHyperService::new(app.clone()));
+        tokio::spawn(async move {
+            if let Err(e) = builder.serve_connection(TokioIo::new(stream), service).await {
+                eprintln!("mock: a connection ended: {e:?}");
+            }
+        });
+    }
 }
