@@ -10,6 +10,16 @@ use switchyard::authoring::{self, Language};
 use switchyard::config::AdminToken;
 use switchyard::startup;
 
+// Thousands of small allocations a second: jemalloc spends ~10 % less CPU per request than
+// glibc's malloc here (bench/ab.sh, docs/performance.md). One arena (the gateway's request
+// work runs on few threads) and a purge thread returning freed pages within a second keep
+// its resident memory at glibc's.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+#[allow(non_upper_case_globals)]
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static malloc_conf: &[u8] = b"narenas:1,background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+
 #[derive(Parser)]
 #[command(version, about = "LLM API gateway with sandboxed WebAssembly adapters")]
 struct Cli {
