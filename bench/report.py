@@ -136,7 +136,8 @@ def main(results, cores, cpu):
         slow = hey(f"{results}/slow.inflight{c}.txt")
         if slow:
             print(f"\n1 s upstream, {c} in flight: {slow[3]} answered, {slow[4]} errors, {slow[2]:.0f} req/s, "
-                  f"p99 {slow[1]:.2f} s; Switchyard peak RSS {int(read(f'{results}/inflight{c}.rss_peak', '0')) / 1024:.1f} MB, "
+                  f"p99 {slow[1]:.2f} s; Switchyard peak RSS {int(read(f'{results}/inflight{c}.rss_peak', '0')) / 1024:.1f} MB "
+                  f"(from {int(read(f'{results}/inflight{c}.rss_before', '0') or 0) / 1024:.1f}), "
                   f"openai adapter instances {read(f'{results}/inflight{c}.instances', '?').strip() or '?'}", end="")
             capped = read(f"{results}/inflight{c}.capped", "").split()
             if len(capped) == 2:
@@ -152,7 +153,8 @@ def main(results, cores, cpu):
             errors = int(done.group(4)) + int(done.group(5)) + int(done.group(6)) + int(codes.group(3)) + int(codes.group(4))
             print(f"\n1 s upstream over HTTP/2 (h2load, 200 streams a connection, one upstream connection), {c} in flight: "
                   f"{codes.group(1)} answered, {errors} errors, {float(took.group(2)):.0f} req/s in {float(took.group(1)):.1f} s; "
-                  f"Switchyard peak RSS {int(read(f'{results}/h2inflight{c}.rss_peak', '0')) / 1024:.1f} MB, "
+                  f"Switchyard peak RSS {int(read(f'{results}/h2inflight{c}.rss_peak', '0')) / 1024:.1f} MB "
+                  f"(from {int(read(f'{results}/h2inflight{c}.rss_before', '0') or 0) / 1024:.1f}), "
                   f"openai adapter instances {read(f'{results}/h2inflight{c}.instances', '?').strip() or '?'}", end="")
     idle = read(f"{results}/inflight.instances_idle")
     if idle:
@@ -165,7 +167,7 @@ def main(results, cores, cpu):
         print(f"\nsoak: RSS MB over time (every 10 s): {' '.join(f'{int(s[1]) / 1024:.1f}' for s in samples)}")
         print(f"soak: WAL MB {' '.join(f'{mb(s[2]):.1f}' for s in samples if len(s) > 2)}; largest {max((mb(s[2]) for s in samples if len(s) > 2), default=0):.1f}")
         print(f"soak: journal MB {' '.join(f'{mb(s[3]):.2f}' for s in samples if len(s) > 3)}; largest {max((mb(s[3]) for s in samples if len(s) > 3), default=0):.2f}")
-        disk = read(f"{results}/soak.disk").split()
+        disk = read(f"{results}/soak.disk", "").split()
         if len(disk) == 4 and int(disk[0]):
             rows_, db, wal, journal = map(int, disk)
             print(f"soak: {rows_} log rows; database {mb(db):.1f} MB = {db / rows_:.0f} bytes per logged request "

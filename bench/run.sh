@@ -206,10 +206,23 @@ payload[slow]='{"model":"slow","messages":[{"role":"user","content":"Hello"}]}';
 # A request in flight holds two descriptors in the gateway (its client's, its upstream's): a
 # level the open-file limit cannot hold is measured at the largest it can, and the report says so.
 nofile=$(ulimit -n)
+# Each level's peak is its own: first let the gateway hand back what the level before freed
+# (RSS steady for 2 s, at most 30 s), and print where it starts from.
+settle() {
+    local last now
+    last=$(rss_kb "$sy")
+    for _ in $(seq 15); do
+        sleep 2; now=$(rss_kb "$sy")
+        [ "$now" -ge $((last * 99 / 100)) ] && break
+        last=$now
+    done
+    rss_kb "$sy"
+}
 for want in "${INFLIGHT[@]}"; do
     c=$want; fit=$(( (nofile - 1000) / 2 ))
     if [ "$c" -gt "$fit" ]; then c=$fit; echo "$want $nofile" > "$results/inflight$c.capped"; fi
     echo "1 s upstream, $c in flight..." >&2
+    settle > "$results/inflight$c.rss_before"
     echo 5 > "/proc/$sy/clear_refs" 2>/dev/null || true
     ( sleep 1.5; instances > "$results/inflight$c.instances" ) & sampler=$!
     load slow "inflight$c" -n $((c * 2)) -c "$c" -t 30
@@ -222,6 +235,7 @@ done
 printf '%s' '{"model":"slow-h2","messages":[{"role":"user","content":"Hello"}]}' > "$results/slow-h2.json"
 for c in "${INFLIGHT[@]}"; do
     echo "1 s upstream over HTTP/2, $c in flight..." >&2
+    settle > "$results/h2inflight$c.rss_before"
     echo 5 > "/proc/$sy/clear_refs" 2>/dev/null || true
     ( sleep 1.5; instances > "$results/h2inflight$c.instances" ) & sampler=$!
     $pin_load h2load -n $((c * 2)) -c $(( (c + 199) / 200 )) -m 200 -H "authorization: Bearer sk-bench" \

@@ -23,6 +23,12 @@ const NUMBERS = [
   ['stream_timeout_seconds', 'Stream timeout (s)', false, '1800'],
 ];
 const KINDS = ['chat', 'image', 'embedding'];
+// `http_version`: how the gateway speaks to the upstream (docs/deployment.md#http2).
+const HTTP_VERSIONS = [
+  { value: 'auto', label: 'auto (HTTP/2 where TLS offers it)' },
+  { value: 'http1', label: 'HTTP/1.1 only' },
+  { value: 'http2', label: 'HTTP/2 only (h2c on http://)' },
+];
 
 /** A source (or template) as the form edits it: every value a string. */
 function toForm(s = {}) {
@@ -31,6 +37,7 @@ function toForm(s = {}) {
     base_url: s.base_url ?? '',
     api_key: '',
     adapter: s.adapter ?? 'openai',
+    http_version: s.http_version ?? 'auto',
     settings: Object.entries(s.settings ?? {}).map(([k, v]) => ({ k, v: String(v) })),
     models: (s.models ?? []).map((m) => ({ name: m.name ?? '', upstream: m.upstream ?? '', kind: m.kind ?? 'chat' })),
     enabled: s.enabled !== false,
@@ -51,6 +58,7 @@ function formFields(f, { withEnabled }) {
   if (!url) throw new Error('Base URL: required, e.g. https://api.openai.com/v1');
   out.base_url = url;
   out.adapter = f.adapter || 'openai';
+  if (f.http_version && f.http_version !== 'auto') out.http_version = f.http_version;
   for (const [k, label, int] of NUMBERS) {
     const n = parseNumber(label, f[k], { int, min: k === 'max_concurrent' ? 1 : 0 });
     if (n !== undefined) out[k] = n;
@@ -118,6 +126,8 @@ function SourceFields({ form, set, adapters, withName, nameLabel = 'Name', nameR
         hint=${keyHint} autocomplete="new-password" />` : null}
       <${SelectInput} label="Adapter" value=${form.adapter} onValue=${field('adapter')}
         options=${adapterNames.length ? adapterNames : ['openai']} />
+      <${SelectInput} label="HTTP to the upstream" value=${form.http_version} onValue=${field('http_version')}
+        options=${HTTP_VERSIONS} />
       ${withEnabled ? html`<div class="field"><${Toggle} label="Enabled" checked=${form.enabled} onChange=${field('enabled')} /></div>` : null}
       <div class="field"><${Toggle} label="Detect the upstream's models" checked=${form.detect_models} onChange=${field('detect_models')} /></div>
     </div>

@@ -55,10 +55,13 @@ export default async function (ctx) {
   await dialog.getByText(/leave empty to keep the current key \(sk-…5555\)/).waitFor();
   assert.equal(await dialog.getByLabel('Name', { exact: true }).isEditable(), false, 'no renaming');
   await dialog.getByLabel('Max concurrent requests').fill('3');
+  assert.equal(await dialog.getByLabel('HTTP to the upstream').inputValue(), 'auto');
+  await dialog.getByLabel('HTTP to the upstream').selectOption('http1');
   await dialog.getByRole('button', { name: 'Save', exact: true }).click();
   await dialog.waitFor({ state: 'detached' });
   gamma = await ctx.admin('GET', '/sources/gamma');
   assert.equal(gamma.max_concurrent, 3, 'the edit is saved');
+  assert.equal(gamma.http_version, 'http1', 'the HTTP choice is saved');
   assert.equal(gamma.api_key, mask, 'an empty key field keeps the key');
   // A gamma-model request goes through gamma's stored key to the upstream.
   const served = await ctx.chat('gamma/gamma-model');
@@ -67,6 +70,7 @@ export default async function (ctx) {
 
   // A refused edit stays open with the reason.
   await page.getByRole('button', { name: 'Edit gamma' }).click();
+  assert.equal(await dialog.getByLabel('HTTP to the upstream').inputValue(), 'http1', 'an edit starts from what is saved');
   await dialog.getByLabel('Max concurrent requests').fill('0');
   await dialog.getByRole('button', { name: 'Save', exact: true }).click();
   await dialog.getByRole('alert').getByText(/Max concurrent requests/).waitFor();
