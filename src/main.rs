@@ -10,10 +10,10 @@ use switchyard::authoring::{self, Language};
 use switchyard::config::AdminToken;
 use switchyard::startup;
 
-// Thousands of small allocations a second: jemalloc spends ~10 % less CPU per request than
-// glibc's malloc here (bench/ab.sh, docs/performance.md). One arena (the gateway's request
-// work runs on few threads) and a purge thread returning freed pages within a second keep
-// its resident memory at glibc's.
+// Thousands of small allocations a second: jemalloc spends ~6.5 % less CPU per request than
+// glibc's malloc here (bench/ab.sh, docs/performance.md#scale-on-one-machine). One arena (the
+// request work runs on few threads) keeps its idle memory at glibc's, and a purge thread hands
+// back within a second what a burst freed, which glibc kept.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[allow(non_upper_case_globals)]
