@@ -25,9 +25,9 @@ pub enum FrameError {
 
 pub type EventStream = BoxStream<'static, Result<StreamEvent, FrameError>>;
 
-pub fn events(response: reqwest::Response, framing: StreamFraming) -> EventStream {
+pub fn events(response: super::UpstreamResponse, framing: StreamFraming) -> EventStream {
     let decoder = Decoder::new(framing, MAX_LINE_BYTES, MAX_EVENT_BYTES);
-    let body = response.bytes_stream().map(|r| r.map_err(|e| e.to_string())).boxed();
+    let body = http_body_util::BodyDataStream::new(response.into_body()).map(|r| r.map_err(|e| e.to_string())).boxed();
     futures::stream::unfold((body, decoder, false), |(mut body, mut decoder, mut ended)| async move {
         loop {
             match decoder.next_event(ended) {

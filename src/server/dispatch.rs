@@ -118,7 +118,10 @@ async fn serve(
         tracing::debug!(source = %name, upstream = target.model.upstream_name(), probe = candidate.probe, "attempt");
         let span = attempt::span(call, &target, candidate.probe);
         let started = Instant::now();
-        let outcome = attempt::call_upstream(provider, &target, call, &mut ticket).instrument(span.clone()).await;
+        // Boxed: moved into `instrument`, it was otherwise kept twice in this future
+        // (rust-lang/rust#62958), 5.8 KB held by every request in flight instead of 1.5.
+        let outcome =
+            Box::pin(attempt::call_upstream(provider, &target, call, &mut ticket)).instrument(span.clone()).await;
         let elapsed = started.elapsed();
         match outcome {
             Ok((done, head)) => {

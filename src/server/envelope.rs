@@ -1,11 +1,12 @@
 //! The request envelope every front door shares: a fresh request id and span, refusals
 //! logged and rendered in the door's protocol, the id stamped on the response.
 
+use std::convert::Infallible;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::HeaderValue;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use tracing::Instrument;
@@ -29,27 +30,63 @@ impl FrontDoor {
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
-/// The envelope middleware as a plain function pointer (so the layer's type can be named).
-type Envelope = fn(State<&'static FrontDoor>, Request, Next) -> BoxFuture<'static, Response>;
+/// The envelope of one front door, as a layer on its routes. A plain tower service rather
+/// than `axum::middleware::from_fn`: that boxes a clone of the inner service and a second
+/// future for every request, kilobytes held by each request in flight.
+#[derive(Clone, Copy)]
+pub struct Layer(&'static FrontDoor);
 
-/// The envelope of one front door, as a layer on its routes.
-pub fn layer(
-    door: &'static FrontDoor,
-) -> axum::middleware::FromFnLayer<Envelope, &'static FrontDoor, (State<&'static FrontDoor>, Request)> {
-    axum::middleware::from_fn_with_state(door, |State(door), request, next| Box::pin(envelope(door, request, next)))
+pub fn layer(door: &'static FrontDoor) -> Layer {
+    Layer(door)
 }
 
-/// Runs one request under a fresh id and span: a refusal (an `ApiError` the handler answered
-/// with) is logged and rendered in the front door's protocol, and the id stamped on the answer.
-async fn envelope(door: &'static FrontDoor, mut request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    // Time-ordered (UUIDv7): the log's request-id index then grows at its end, so a batch of
-    // rows touches a few index pages instead of one random page each.
-    let id = uuid::Uuid::now_v7().simple().to_string();
-    request.extensions_mut().insert(RequestId(id.clone()));
-    let span = tracing::info_span!("request", door = door.name, id = %id, key = tracing::field::Empty, model = tracing::field::Empty);
-    crate::telemetry::continue_from(&span, request.headers());
-    let mut response = next.run(request).instrument(span.clone()).await;
+impl<S> tower::Layer<S> for Layer {
+    type Service = Envelope<S>;
+
+    fn layer(&self, inner: S) -> Envelope<S> {
+        Envelope { door: self.0, inner }
+    }
+}
+
+#[derive(Clone)]
+pub struct Envelope<S> {
+    door: &'static FrontDoor,
+    inner: S,
+}
+
+impl<S> tower::Service<Request> for Envelope<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let started = Instant::now();
+        // Time-ordered (UUIDv7): the log's request-id index then grows at its end, so a batch of
+        // rows touches a few index pages instead of one random page each.
+        let id = uuid::Uuid::now_v7().simple().to_string();
+        request.extensions_mut().insert(RequestId(id.clone()));
+        let door = self.door;
+        let span = tracing::info_span!("request", door = door.name, id = %id, key = tracing::field::Empty, model = tracing::field::Empty);
+        crate::telemetry::continue_from(&span, request.headers());
+        let answer = span.in_scope(|| self.inner.call(request));
+        Box::pin(async move {
+            let response = answer.instrument(span.clone()).await?;
+            Ok(finish(door, &span, started, &id, response))
+        })
+    }
+}
+
+/// A refusal (an `ApiError` the handler answered with) is logged and rendered in the front
+/// door's protocol, and the id stamped on the answer.
+fn finish(door: &FrontDoor, span: &tracing::Span, started: Instant, id: &str, mut response: Response) -> Response {
     if let Some(e) = response.extensions_mut().remove::<ApiError>() {
         span.in_scope(|| {
             let ms = started.elapsed().as_millis() as u64;
@@ -61,7 +98,7 @@ async fn envelope(door: &'static FrontDoor, mut request: Request, next: Next) ->
             response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
         }
     }
-    if let Ok(value) = HeaderValue::from_str(&id) {
+    if let Ok(value) = HeaderValue::from_str(id) {
         response.headers_mut().insert(door.id_header, value);
     }
     response

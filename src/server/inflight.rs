@@ -2,33 +2,100 @@
 //! with Retry-After at once, in its front door's error format; a place is held until the
 //! response body (a stream) ends.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::Semaphore;
+use futures::future::{Either, Ready, ready as answer_now};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::{ApiError, ErrorType};
 use super::guarded::Guarded;
 
-pub async fn limit(State(places): State<Arc<Semaphore>>, request: Request, next: Next) -> Response {
-    let Ok(place) = places.try_acquire_owned() else {
-        let error = ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorType::Overloaded,
-            "the gateway is serving as many requests as it allows (server.max_in_flight); retry shortly",
-        )
-        .code("too_many_requests_in_flight");
-        let mut response = if request.uri().path().starts_with("/v1/messages") {
-            super::messages::error_response(error)
-        } else {
-            error.into_response()
-        };
-        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
+/// The layer on the API routes. A plain tower service rather than `axum::middleware::from_fn`,
+/// which boxes a clone of the inner service and a second future for every request in flight.
+#[derive(Clone)]
+pub struct Layer(Arc<Semaphore>);
+
+pub fn layer(places: Arc<Semaphore>) -> Layer {
+    Layer(places)
+}
+
+impl<S> tower::Layer<S> for Layer {
+    type Service = Limit<S>;
+
+    fn layer(&self, inner: S) -> Limit<S> {
+        Limit { places: self.0.clone(), inner }
+    }
+}
+
+#[derive(Clone)]
+pub struct Limit<S> {
+    places: Arc<Semaphore>,
+    inner: S,
+}
+
+impl<S> tower::Service<Request> for Limit<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<Ready<Result<Response, Infallible>>, Placed<S::Future>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        match self.places.clone().try_acquire_owned() {
+            Ok(place) => Either::Right(Placed { answer: self.inner.call(request), place: Some(place) }),
+            Err(_) => Either::Left(answer_now(Ok(refusal(&request)))),
+        }
+    }
+}
+
+/// 503 in the request's front door's format.
+fn refusal(request: &Request) -> Response {
+    let error = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        ErrorType::Overloaded,
+        "the gateway is serving as many requests as it allows (server.max_in_flight); retry shortly",
+    )
+    .code("too_many_requests_in_flight");
+    let mut response = if request.uri().path().starts_with("/v1/messages") {
+        super::messages::error_response(error)
+    } else {
+        error.into_response()
     };
-    // The place goes with the body: a stream keeps it until its last event.
-    next.run(request).await.map(|body| Guarded::body(body, place))
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+pin_project_lite::pin_project! {
+    /// The inner answer; its place then goes with the body, so a stream keeps it until its
+    /// last event.
+    pub struct Placed<F> {
+        #[pin]
+        answer: F,
+        place: Option<OwnedSemaphorePermit>,
+    }
+}
+
+impl<F: Future<Output = Result<Response, Infallible>>> Future for Placed<F> {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let response = ready!(this.answer.poll(cx))?;
+        Poll::Ready(Ok(match this.place.take() {
+            Some(place) => response.map(|body| Guarded::body(body, place)),
+            None => response,
+        }))
+    }
 }

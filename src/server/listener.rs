@@ -25,6 +25,13 @@ use super::guarded::Guarded;
 const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 /// After a failed accept (out of file descriptors, say), wait before the next.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// HTTP/2: what a stream may buffer for a client that does not read.
+const H2_SEND_BUFFER: usize = 64 * 1024;
+/// HTTP/2: streams reset by the client before the gateway took them, at once, past which the
+/// connection is closed.
+const H2_MAX_PENDING_RESETS: usize = 20;
+/// HTTP/2: the largest header block a request may send (decoded), hyper's default.
+const H2_MAX_HEADER_LIST: u32 = 16 * 1024;
 
 /// Binds `addr` and serves until `shutdown` resolves; returns the bound address at once.
 pub async fn serve(
@@ -53,7 +60,15 @@ pub async fn serve(
         .http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(Duration::from_secs(30))
-        .max_concurrent_streams(limits.http2_max_streams);
+        .max_concurrent_streams(limits.http2_max_streams)
+        // What one stream may hold unsent for a client that reads slowly (hyper's default is
+        // 400 KiB, 80 MB for a connection's 200 streams); past it the stream stops pulling
+        // from its upstream.
+        .max_send_buf_size(H2_SEND_BUFFER)
+        // Rapid reset (CVE-2023-44487): a connection that resets streams before they are
+        // served faster than this is sent GOAWAY (h2's default, kept explicit).
+        .max_pending_accept_reset_streams(H2_MAX_PENDING_RESETS)
+        .max_header_list_size(H2_MAX_HEADER_LIST);
     let builder = Arc::new(builder);
     let connections = Arc::new(Semaphore::new(limits.max_connections as usize));
     let handle = tokio::spawn(async move {

@@ -351,7 +351,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/embeddings", post(embeddings::embeddings).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/images/generations", post(images::images).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/models", get(models::list_models))
-        .route_layer(axum::middleware::from_fn_with_state(in_flight, inflight::limit));
+        .route_layer(inflight::layer(in_flight));
     let app = if metrics_here { app.route("/metrics", get(metrics::scrape)) } else { app };
     app.route("/health", get(models::health))
         .merge(admin::router(gateway.clone()))

@@ -127,3 +127,85 @@ async fn a_source_left_on_auto_speaks_http1_to_a_plain_http_upstream() {
     assert_eq!(answer.status(), 502, "{}", answer.text().await.unwrap());
     assert_eq!(upstream.http2_requests.load(Ordering::SeqCst), 0);
 }
+
+/// An h2c upstream that gracefully closes every connection on its first request (GOAWAY, then
+/// that request's answer), as an upstream does when it restarts or rotates connections.
+async fn closing_after_each_answer() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let (arrived, closing) = (Arc::new(tokio::sync::Notify::new()), Arc::new(tokio::sync::Notify::new()));
+            let (notify, closed) = (arrived.clone(), closing.clone());
+            let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                let (notify, closed) = (notify.clone(), closed.clone());
+                async move {
+                    let body = request.into_body().collect().await.unwrap().to_bytes();
+                    let streamed = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["stream"] == true;
+                    let (kind, body) =
+                        if streamed { ("text/event-stream", CHAT_SSE) } else { ("application/json", CHAT_JSON) };
+                    // The GOAWAY goes out before the answer, so the gateway knows it when answered.
+                    notify.notify_one();
+                    closed.notified().await;
+                    Ok::<_, std::convert::Infallible>(
+                        hyper::Response::builder().header("content-type", kind).body(Body::from(body)).unwrap(),
+                    )
+                }
+            });
+            tokio::spawn(async move {
+                let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+                let connection = builder.serve_connection(TokioIo::new(stream), service);
+                tokio::pin!(connection);
+                tokio::select! {
+                    _ = connection.as_mut() => return,
+                    () = arrived.notified() => connection.as_mut().graceful_shutdown(),
+                }
+                closing.notify_one();
+                let _ = connection.await;
+            });
+        }
+    });
+    (url, connections)
+}
+
+#[tokio::test]
+async fn a_closed_upstream_connection_is_replaced_for_the_next_request() {
+    let (url, connections) = closing_after_each_answer().await;
+    let gw = TestGateway::start(&config_with(&format!(
+        "sources:\n  - name: h2\n    base_url: {url}\n    http_version: http2\n    models: [{{name: m}}]\n"
+    )))
+    .await;
+    for round in 1..=3 {
+        let answer = gw.chat(chat_body("m", round == 2)).await;
+        let status = answer.status();
+        let text = answer.text().await.unwrap();
+        assert_eq!(status, 200, "round {round}: {text}");
+        if round == 2 {
+            assert_eq!(assemble(&openai_events(&text).0).content, "Hello there!");
+        } else {
+            let body: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let expected: serde_json::Value = serde_json::from_str(CHAT_JSON).unwrap();
+            assert_eq!(body["choices"][0]["message"], expected["choices"][0]["message"], "round {round}");
+        }
+    }
+    assert_eq!(connections.load(Ordering::SeqCst), 3, "one connection per answer, each opened anew");
+}
+
+#[tokio::test]
+async fn an_unreachable_h2c_upstream_is_a_transport_error_naming_the_connect() {
+    // A port nothing listens on: bound, then let go.
+    let port = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap().port();
+    let gw = TestGateway::start(&config_with(&format!(
+        "sources:\n  - name: h2\n    base_url: http://127.0.0.1:{port}/v1\n    http_version: http2\n    models: [{{name: m}}]\n"
+    )))
+    .await;
+    let answer = gw.chat(chat_body("m", false)).await;
+    assert_eq!(answer.status(), 502);
+    let body: serde_json::Value = answer.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("connecting to 127.0.0.1:{port} failed")), "{message}");
+    assert!(!message.contains("sk-"), "no key in the message: {message}");
+}

@@ -35,6 +35,7 @@ mod responses;
 mod routing;
 mod sandbox;
 mod sdk;
+mod slow_clients;
 mod streaming;
 mod telegram;
 mod telemetry;

@@ -43,6 +43,44 @@ pub enum Behaviour {
     NeverAnswer,
     /// Waits for a permit on `gate` (added by the test), then does `then`.
     Gated { gate: Arc<Semaphore>, then: Box<Behaviour> },
+    /// The SSE head, then `event` again and again until `flood.limit` bytes are written or one
+    /// write waits longer than `flood.stall` (the reader stopped pulling); `flood` tells which.
+    Flood { event: String, flood: Arc<Flood> },
+}
+
+/// What a [`Behaviour::Flood`] got through, shared with the test.
+pub struct Flood {
+    pub limit: usize,
+    pub stall: Duration,
+    written: AtomicUsize,
+    outcome: tokio::sync::watch::Sender<Option<FloodEnd>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FloodEnd {
+    /// A write waited longer than `stall`, with this many body bytes written.
+    Stalled(usize),
+    /// All `limit` bytes went through.
+    Finished,
+    /// The gateway closed the connection, with this many written.
+    Closed(usize),
+}
+
+impl Flood {
+    pub fn new(limit: usize, stall: Duration) -> Arc<Flood> {
+        Arc::new(Flood { limit, stall, written: AtomicUsize::new(0), outcome: tokio::sync::watch::channel(None).0 })
+    }
+
+    /// Waits until the flood has ended, one way or another.
+    pub async fn ended(&self) -> FloodEnd {
+        let mut outcome = self.outcome.subscribe();
+        let end = *outcome.wait_for(Option::is_some).await.expect("the flood's sender lives in it");
+        end.expect("waited for Some")
+    }
+
+    fn end(&self, end: FloodEnd) {
+        self.outcome.send_if_modified(|o| o.is_none() && o.replace(end).is_none());
+    }
 }
 
 /// How an SSE answer ends after its events.
@@ -314,6 +352,27 @@ async fn perform(mut stream: TcpStream, behaviour: Behaviour) -> std::io::Result
         }
         Behaviour::ResetBeforeHeaders => stream.set_zero_linger()?,
         Behaviour::NeverAnswer => until_closed(&mut stream).await,
+        Behaviour::Flood { event, flood } => {
+            send_sse_head(&mut stream).await?;
+            let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+            while flood.written.load(Ordering::SeqCst) < flood.limit {
+                match tokio::time::timeout(flood.stall, stream.write_all(chunk.as_bytes())).await {
+                    Err(_) => {
+                        flood.end(FloodEnd::Stalled(flood.written.load(Ordering::SeqCst)));
+                        // Holds the stalled stream open until the gateway lets it go.
+                        until_closed(&mut stream).await;
+                        return Ok(());
+                    }
+                    Ok(Err(e)) => {
+                        flood.end(FloodEnd::Closed(flood.written.load(Ordering::SeqCst)));
+                        return Err(e);
+                    }
+                    Ok(Ok(())) => flood.written.fetch_add(event.len(), Ordering::SeqCst),
+                };
+            }
+            flood.end(FloodEnd::Finished);
+            send_chunk(&mut stream, "").await?;
+        }
         Behaviour::Gated { gate, then } => {
             gate.acquire().await.expect("the gate stays open").forget();
             return Box::pin(perform(stream, *then)).await;
