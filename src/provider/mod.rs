@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::FutureExt;
-use http_body_util::{BodyExt, Either, Full};
+use http_body_util::{BodyExt, Either};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -33,7 +33,7 @@ const MAX_RESPONSE_BYTES: usize = 64 << 20;
 
 /// An upstream's answer, its body still to read: from reqwest, or from a source's own HTTP/2
 /// connection.
-type UpstreamResponse = http::Response<Either<reqwest::Body, hyper::body::Incoming>>;
+type UpstreamResponse = http::Response<Either<reqwest::Body, h2c::H2Body>>;
 
 /// Where an attempt goes: the source, the model entry, and the adapter that speaks to it.
 pub struct Target<'a> {
@@ -329,7 +329,7 @@ impl Provider {
 
 /// An upstream request ready to go: on the source's own HTTP/2 connection, or through reqwest.
 enum Outgoing<'a> {
-    Shared(http::Request<Full<Bytes>>, &'a h2c::H2c),
+    Shared(http::Request<Bytes>, &'a h2c::H2c),
     Pooled(reqwest::Request),
 }
 
@@ -355,7 +355,7 @@ fn outgoing<'a>(link: &'a Link, target: &Target<'_>, request: HttpRequest) -> Re
     match &link.h2c {
         Some(h2c) if h2c.serves(&url) => {
             let uri = url.as_str().parse().map_err(|_| bad(format!("`{url}` is not a URI")))?;
-            let mut outgoing = http::Request::new(Full::new(Bytes::from(request.body)));
+            let mut outgoing = http::Request::new(Bytes::from(request.body));
             *outgoing.method_mut() = method;
             *outgoing.uri_mut() = uri;
             *outgoing.headers_mut() = headers;

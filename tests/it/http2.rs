@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::body::Body;
+use futures::StreamExt;
 use futures::future::join_all;
 use http_body_util::BodyExt;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -208,4 +209,76 @@ async fn an_unreachable_h2c_upstream_is_a_transport_error_naming_the_connect() {
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.contains(&format!("connecting to 127.0.0.1:{port} failed")), "{message}");
     assert!(!message.contains("sk-"), "no key in the message: {message}");
+}
+
+/// An h2c upstream that sends the first part of every answer, then resets the stream
+/// (`RST_STREAM`), as an upstream does when its model server dies mid-answer: a stream once
+/// `reset` is notified (so its first chunk is known to have arrived), a whole answer at once.
+async fn resetting_mid_answer(reset: Arc<tokio::sync::Notify>) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let reset = reset.clone();
+            let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                let reset = reset.clone();
+                async move {
+                    let body = request.into_body().collect().await.unwrap().to_bytes();
+                    let streamed = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["stream"] == true;
+                    let (kind, whole) =
+                        if streamed { ("text/event-stream", CHAT_SSE) } else { ("application/json", CHAT_JSON) };
+                    let first =
+                        if streamed { &whole[..whole.find("\n\n").unwrap() + 2] } else { &whole[..whole.len() / 2] };
+                    let died = futures::stream::once(async move {
+                        if streamed {
+                            reset.notified().await;
+                        }
+                        Err::<bytes::Bytes, _>(std::io::Error::other("the model server died"))
+                    });
+                    let parts = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(first))]).chain(died);
+                    Ok::<_, std::convert::Infallible>(
+                        hyper::Response::builder().header("content-type", kind).body(Body::from_stream(parts)).unwrap(),
+                    )
+                }
+            });
+            tokio::spawn(async move {
+                let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+                let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+    (url, connections)
+}
+
+#[tokio::test]
+async fn an_answer_reset_mid_way_on_the_h2c_connection_is_a_failure_not_a_success() {
+    let reset = Arc::new(tokio::sync::Notify::new());
+    let (url, connections) = resetting_mid_answer(reset.clone()).await;
+    let gw = TestGateway::start(&config_with(&format!(
+        "sources:\n  - name: h2\n    base_url: {url}\n    http_version: http2\n    models: [{{name: m}}, {{name: n}}]\n"
+    )))
+    .await;
+    // A stream: the first chunk passes; after the reset, an error event and no `[DONE]`.
+    let mut answer = gw.chat(chat_body("m", true)).await;
+    assert_eq!(answer.status(), 200);
+    let mut text = String::from_utf8(answer.chunk().await.unwrap().unwrap().to_vec()).unwrap();
+    assert!(text.contains("chat.completion.chunk"), "{text}");
+    reset.notify_one();
+    while let Some(more) = answer.chunk().await.unwrap() {
+        text.push_str(std::str::from_utf8(&more).unwrap());
+    }
+    assert!(text.contains("\"error\""), "an error event ends the stream: {text}");
+    assert!(!text.contains("[DONE]"), "a cut stream is not reported complete: {text}");
+    // A whole answer (another model: the cut stream has cooled `h2/m`): half a body is a
+    // transport failure, not a 200.
+    let answer = gw.chat(chat_body("n", false)).await;
+    let status = answer.status();
+    let body: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(status, 502, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("stream error"), "{body}");
+    // A reset ends one stream, not the connection: both answers came on one.
+    assert_eq!(connections.load(Ordering::SeqCst), 1);
 }
