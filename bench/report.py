@@ -137,7 +137,7 @@ def main(results, cores, cpu):
         if slow:
             print(f"\n1 s upstream, {c} in flight: {slow[3]} answered, {slow[4]} errors, {slow[2]:.0f} req/s, "
                   f"p99 {slow[1]:.2f} s; Switchyard peak RSS {int(read(f'{results}/inflight{c}.rss_peak', '0')) / 1024:.1f} MB "
-                  f"(from {int(read(f'{results}/inflight{c}.rss_before', '0') or 0) / 1024:.1f}), "
+                  f"(a fresh gateway at {int(read(f'{results}/inflight{c}.rss_before', '0') or 0) / 1024:.1f} MB before), "
                   f"openai adapter instances {read(f'{results}/inflight{c}.instances', '?').strip() or '?'}", end="")
             capped = read(f"{results}/inflight{c}.capped", "").split()
             if len(capped) == 2:
@@ -154,7 +154,7 @@ def main(results, cores, cpu):
             print(f"\n1 s upstream over HTTP/2 (h2load, 200 streams a connection, one upstream connection), {c} in flight: "
                   f"{codes.group(1)} answered, {errors} errors, {float(took.group(2)):.0f} req/s in {float(took.group(1)):.1f} s; "
                   f"Switchyard peak RSS {int(read(f'{results}/h2inflight{c}.rss_peak', '0')) / 1024:.1f} MB "
-                  f"(from {int(read(f'{results}/h2inflight{c}.rss_before', '0') or 0) / 1024:.1f}), "
+                  f"(a fresh gateway at {int(read(f'{results}/h2inflight{c}.rss_before', '0') or 0) / 1024:.1f} MB before), "
                   f"openai adapter instances {read(f'{results}/h2inflight{c}.instances', '?').strip() or '?'}", end="")
     idle = read(f"{results}/inflight.instances_idle")
     if idle:

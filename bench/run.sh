@@ -95,8 +95,11 @@ sources:
     max_concurrent: 500
     models: [{name: bench-a, upstream: bench}]
 YAML
-SWITCHYARD_LOG=warn setsid $pin_gw "$root/target/release/switchyard" --config "$work/switchyard/config.yaml" \
-    2> "$work/switchyard/log" & sy=$!; pids+=($sy); wait_port 9200
+start_switchyard() {
+    SWITCHYARD_LOG=warn setsid $pin_gw "$root/target/release/switchyard" --config "$work/switchyard/config.yaml" \
+        2>> "$work/switchyard/log" & sy=$!; pids+=($sy); wait_port 9200
+}
+start_switchyard
 
 # The calibration hop: a do-nothing relay on the gateway's core (bench/src/bin/relay.rs).
 setsid $pin_gw "$root/bench/target/release/relay" 9150 http://127.0.0.1:9100 & relay=$!; pids+=($relay); wait_port 9150
@@ -206,24 +209,20 @@ payload[slow]='{"model":"slow","messages":[{"role":"user","content":"Hello"}]}';
 # A request in flight holds two descriptors in the gateway (its client's, its upstream's): a
 # level the open-file limit cannot hold is measured at the largest it can, and the report says so.
 nofile=$(ulimit -n)
-# Each level's peak is its own: first let the gateway hand back what the level before freed
-# (RSS steady for 2 s, at most 30 s), and print where it starts from.
-settle() {
-    local last now
-    last=$(rss_kb "$sy")
-    for _ in $(seq 15); do
-        sleep 2; now=$(rss_kb "$sy")
-        [ "$now" -ge $((last * 99 / 100)) ] && break
-        last=$now
-    done
+# Each level's peak is its own: it runs on a gateway started afresh (the same database and
+# compiled adapters), whose RSS before the level is printed beside the peak.
+restart_switchyard() {
+    kill -- "-$sy" 2>/dev/null || kill "$sy" 2>/dev/null || true
+    wait "$sy" 2>/dev/null || true
+    start_switchyard > /dev/null
+    load switchyard restart -n 100 -c 4
     rss_kb "$sy"
 }
 for want in "${INFLIGHT[@]}"; do
     c=$want; fit=$(( (nofile - 1000) / 2 ))
     if [ "$c" -gt "$fit" ]; then c=$fit; echo "$want $nofile" > "$results/inflight$c.capped"; fi
     echo "1 s upstream, $c in flight..." >&2
-    settle > "$results/inflight$c.rss_before"
-    echo 5 > "/proc/$sy/clear_refs" 2>/dev/null || true
+    restart_switchyard > "$results/inflight$c.rss_before"
     ( sleep 1.5; instances > "$results/inflight$c.instances" ) & sampler=$!
     load slow "inflight$c" -n $((c * 2)) -c "$c" -t 30
     wait "$sampler" || true
@@ -235,8 +234,7 @@ done
 printf '%s' '{"model":"slow-h2","messages":[{"role":"user","content":"Hello"}]}' > "$results/slow-h2.json"
 for c in "${INFLIGHT[@]}"; do
     echo "1 s upstream over HTTP/2, $c in flight..." >&2
-    settle > "$results/h2inflight$c.rss_before"
-    echo 5 > "/proc/$sy/clear_refs" 2>/dev/null || true
+    restart_switchyard > "$results/h2inflight$c.rss_before"
     ( sleep 1.5; instances > "$results/h2inflight$c.instances" ) & sampler=$!
     $pin_load h2load -n $((c * 2)) -c $(( (c + 199) / 200 )) -m 200 -H "authorization: Bearer sk-bench" \
         -H "content-type: application/json" -d "$results/slow-h2.json" \

@@ -30,21 +30,26 @@ pub async fn chat_completions(
     let started = std::time::Instant::now();
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
-    let request: ChatRequest = parse_json(&bytes)?;
-    tracing::Span::current().record("model", &*request.model);
-    if request.messages.is_empty() {
-        return Err(ApiError::invalid_request("`messages` must contain at least one message").param("messages"));
-    }
+    // The parsed request (the prompt's text copied into it) is let go before the upstream is
+    // waited on: a request in flight keeps only the body as sent.
+    let (model, stream, hide_usage, has_stream_options) = {
+        let request: ChatRequest = parse_json(&bytes)?;
+        tracing::Span::current().record("model", &*request.model);
+        if request.messages.is_empty() {
+            return Err(ApiError::invalid_request("`messages` must contain at least one message").param("messages"));
+        }
+        let (stream, wants_usage) = (request.streaming(), request.wants_stream_usage());
+        (request.model, stream, stream && !wants_usage, request.stream_options.is_some())
+    };
     // An OpenAI-compatible adapter forwards the body natively (with the client's headers it
     // names); others get it as the unified form, as sent (validated, not re-encoded), except
     // that a stream always asks for usage: the books need it whatever the client wants to see.
     let sent = std::str::from_utf8(&bytes).map_err(|_| ApiError::invalid_request("request body is not UTF-8"))?;
-    let hide_usage = request.streaming() && !request.wants_stream_usage();
-    let unified = if hide_usage { asking_for_usage(sent, request.stream_options.is_some())? } else { sent.into() };
+    let unified = if hide_usage { asking_for_usage(sent, has_stream_options)? } else { sent.into() };
     let call = Call {
-        model: &request.model,
+        model: &model,
         unified: &unified,
-        stream: request.streaming(),
+        stream,
         kind: ModelKind::Chat,
         client_ip,
         request_id: &request_id,

@@ -45,14 +45,19 @@ pub async fn messages(
 ) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
-    let body: Map<String, Value> = parse_json(&bytes)?;
-    let checked = checked(&body)?;
-    let (unified, unified_error) = translated(&body, &bytes);
+    // The parsed body (a value tree, larger than its text) is let go before the upstream is
+    // waited on: a request in flight keeps only the text and its unified form.
+    let (model, stream, unified, unified_error) = {
+        let body: Map<String, Value> = parse_json(&bytes)?;
+        let checked = checked(&body)?;
+        let (unified, unified_error) = translated(&body, &bytes);
+        (checked.model.into_owned(), checked.stream, unified, unified_error)
+    };
     let native = Native { protocol: PROTOCOL, body: &bytes, headers: &incoming.headers };
     let call = Call {
-        model: &checked.model,
+        model: &model,
         unified: &unified,
-        stream: checked.stream,
+        stream,
         kind: ModelKind::Chat,
         client_ip,
         request_id: &request_id,
