@@ -129,9 +129,13 @@ async fn a_source_left_on_auto_speaks_http1_to_a_plain_http_upstream() {
     assert_eq!(upstream.http2_requests.load(Ordering::SeqCst), 0);
 }
 
-/// An h2c upstream that gracefully closes every connection on its first request (GOAWAY, then
-/// that request's answer), as an upstream does when it restarts or rotates connections.
-async fn closing_after_each_answer() -> (String, Arc<AtomicUsize>) {
+/// An h2c upstream on loopback that speaks with `serve` on each connection: its URL and how many
+/// connections it has taken.
+async fn h2c_upstream<F, Fut>(serve: F) -> (String, Arc<AtomicUsize>)
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let connections = Arc::new(AtomicUsize::new(0));
@@ -139,37 +143,44 @@ async fn closing_after_each_answer() -> (String, Arc<AtomicUsize>) {
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             counted.fetch_add(1, Ordering::SeqCst);
-            let (arrived, closing) = (Arc::new(tokio::sync::Notify::new()), Arc::new(tokio::sync::Notify::new()));
-            let (notify, closed) = (arrived.clone(), closing.clone());
-            let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                let (notify, closed) = (notify.clone(), closed.clone());
-                async move {
-                    let body = request.into_body().collect().await.unwrap().to_bytes();
-                    let streamed = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["stream"] == true;
-                    let (kind, body) =
-                        if streamed { ("text/event-stream", CHAT_SSE) } else { ("application/json", CHAT_JSON) };
-                    // The GOAWAY goes out before the answer, so the gateway knows it when answered.
-                    notify.notify_one();
-                    closed.notified().await;
-                    Ok::<_, std::convert::Infallible>(
-                        hyper::Response::builder().header("content-type", kind).body(Body::from(body)).unwrap(),
-                    )
-                }
-            });
-            tokio::spawn(async move {
-                let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-                let connection = builder.serve_connection(TokioIo::new(stream), service);
-                tokio::pin!(connection);
-                tokio::select! {
-                    _ = connection.as_mut() => return,
-                    () = arrived.notified() => connection.as_mut().graceful_shutdown(),
-                }
-                closing.notify_one();
-                let _ = connection.await;
-            });
+            tokio::spawn(serve(stream));
         }
     });
     (url, connections)
+}
+
+/// An h2c upstream that gracefully closes every connection on its first request (GOAWAY, then
+/// that request's answer), as an upstream does when it restarts or rotates connections.
+async fn closing_after_each_answer() -> (String, Arc<AtomicUsize>) {
+    h2c_upstream(|stream| async move {
+        let (arrived, closing) = (Arc::new(tokio::sync::Notify::new()), Arc::new(tokio::sync::Notify::new()));
+        let (notify, closed) = (arrived.clone(), closing.clone());
+        let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let (notify, closed) = (notify.clone(), closed.clone());
+            async move {
+                let body = request.into_body().collect().await.unwrap().to_bytes();
+                let streamed = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["stream"] == true;
+                let (kind, body) =
+                    if streamed { ("text/event-stream", CHAT_SSE) } else { ("application/json", CHAT_JSON) };
+                // The GOAWAY goes out before the answer, so the gateway knows it when answered.
+                notify.notify_one();
+                closed.notified().await;
+                Ok::<_, std::convert::Infallible>(
+                    hyper::Response::builder().header("content-type", kind).body(Body::from(body)).unwrap(),
+                )
+            }
+        });
+        let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+        let connection = builder.serve_connection(TokioIo::new(stream), service);
+        tokio::pin!(connection);
+        tokio::select! {
+            _ = connection.as_mut() => return,
+            () = arrived.notified() => connection.as_mut().graceful_shutdown(),
+        }
+        closing.notify_one();
+        let _ = connection.await;
+    })
+    .await
 }
 
 #[tokio::test]
@@ -215,42 +226,35 @@ async fn an_unreachable_h2c_upstream_is_a_transport_error_naming_the_connect() {
 /// (`RST_STREAM`), as an upstream does when its model server dies mid-answer: a stream once
 /// `reset` is notified (so its first chunk is known to have arrived), a whole answer at once.
 async fn resetting_mid_answer(reset: Arc<tokio::sync::Notify>) -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let connections = Arc::new(AtomicUsize::new(0));
-    let counted = connections.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            counted.fetch_add(1, Ordering::SeqCst);
+    h2c_upstream(move |stream| {
+        let reset = reset.clone();
+        let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
             let reset = reset.clone();
-            let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                let reset = reset.clone();
-                async move {
-                    let body = request.into_body().collect().await.unwrap().to_bytes();
-                    let streamed = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["stream"] == true;
-                    let (kind, whole) =
-                        if streamed { ("text/event-stream", CHAT_SSE) } else { ("application/json", CHAT_JSON) };
-                    let first =
-                        if streamed { &whole[..whole.find("\n\n").unwrap() + 2] } else { &whole[..whole.len() / 2] };
-                    let died = futures::stream::once(async move {
-                        if streamed {
-                            reset.notified().await;
-                        }
-                        Err::<bytes::Bytes, _>(std::io::Error::other("the model server died"))
-                    });
-                    let parts = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(first))]).chain(died);
-                    Ok::<_, std::convert::Infallible>(
-                        hyper::Response::builder().header("content-type", kind).body(Body::from_stream(parts)).unwrap(),
-                    )
-                }
-            });
-            tokio::spawn(async move {
-                let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-                let _ = builder.serve_connection(TokioIo::new(stream), service).await;
-            });
+            async move {
+                let body = request.into_body().collect().await.unwrap().to_bytes();
+                let streamed = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["stream"] == true;
+                let (kind, whole) =
+                    if streamed { ("text/event-stream", CHAT_SSE) } else { ("application/json", CHAT_JSON) };
+                let first =
+                    if streamed { &whole[..whole.find("\n\n").unwrap() + 2] } else { &whole[..whole.len() / 2] };
+                let died = futures::stream::once(async move {
+                    if streamed {
+                        reset.notified().await;
+                    }
+                    Err::<bytes::Bytes, _>(std::io::Error::other("the model server died"))
+                });
+                let parts = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(first))]).chain(died);
+                Ok::<_, std::convert::Infallible>(
+                    hyper::Response::builder().header("content-type", kind).body(Body::from_stream(parts)).unwrap(),
+                )
+            }
+        });
+        async move {
+            let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+            let _ = builder.serve_connection(TokioIo::new(stream), service).await;
         }
-    });
-    (url, connections)
+    })
+    .await
 }
 
 #[tokio::test]
