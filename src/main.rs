@@ -219,6 +219,10 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
         }
     };
     // Serving only: `check` stays offline.
+    if let Err(e) = gateway.claim_replica_name().await {
+        eprintln!("error: {e}");
+        return ExitCode::from(1);
+    }
     gateway.start_shared();
     gateway.detect_at_start().await;
     tracing::info!(

@@ -83,6 +83,9 @@ fn too_deep(text: &str) -> Option<FieldError> {
 /// The gateway key `config.example.yaml` falls back to: published, so for loopback only.
 const EXAMPLE_KEY: &str = "sk-switchyard-dev-key";
 
+/// The shortest admin or metrics token accepted where others can reach it.
+const MIN_TOKEN_BYTES: usize = 24;
+
 const TOP_LEVEL: &[&str] = &[
     "listen",
     "admin_token",
@@ -106,6 +109,7 @@ const TOP_LEVEL: &[&str] = &[
     "telegram",
     "shared_state",
     "metrics",
+    "stored_responses",
     "adapters",
     "keys",
     "sources",
@@ -466,9 +470,19 @@ impl Collector<'_> {
         let affinity: AffinityPolicy = self.field(top, "affinity").unwrap_or_default();
         let log_retention_days: Option<u32> = self.field(top, "log_retention_days").or(Some(30));
         let response_retention_days: Option<u32> = self.field(top, "response_retention_days").or(Some(30));
+        let stored_responses: super::StoredResponsesConfig = self.field(top, "stored_responses").unwrap_or_default();
+        if stored_responses.max_turn_kb == 0 || stored_responses.max_turn_kb > (body_limit_mb << 10) {
+            self.error(
+                "stored_responses.max_turn_kb",
+                format!("must be between 1 and body_limit_mb in KiB ({})", body_limit_mb << 10),
+                "e.g. 1024 (the default)",
+            );
+        }
         let log_format: super::LogFormat = self.field(top, "log_format").unwrap_or_default();
         let telemetry: Option<super::TelemetryConfig> = self.field(top, "telemetry");
         let metrics: super::MetricsConfig = self.field(top, "metrics").unwrap_or_default();
+        self.check_metrics(&metrics);
+        self.check_admin_token(&admin_token, listen);
         if let Some(t) = &telemetry {
             if !(t.otlp_endpoint.starts_with("http://") || t.otlp_endpoint.starts_with("https://")) {
                 self.error(
@@ -513,6 +527,7 @@ impl Collector<'_> {
             affinity,
             log_retention_days,
             response_retention_days,
+            stored_responses,
             log_format,
             telemetry,
             metrics,
@@ -956,6 +971,33 @@ impl Collector<'_> {
             out.push(ChainSlot { model: slot.model.clone(), source: slot.source.clone(), tier: slot.tier, quota });
         }
         out
+    }
+
+    fn check_metrics(&mut self, m: &super::MetricsConfig) {
+        if !(1..=100_000).contains(&m.max_label_sets) {
+            self.error("metrics.max_label_sets", "must be between 1 and 100000", "e.g. 500 (the default)");
+        }
+        if m.token.as_ref().is_some_and(|t| t.expose().len() < MIN_TOKEN_BYTES) {
+            self.error(
+                "metrics.token",
+                format!("is shorter than {MIN_TOKEN_BYTES} characters"),
+                "use a long random token, e.g. $(openssl rand -hex 24)",
+            );
+        }
+    }
+
+    /// A short admin token is guessed; off loopback the admin API must not hang on one.
+    fn check_admin_token(&mut self, token: &super::AdminToken, listen: SocketAddr) {
+        if let super::AdminToken::Given(t) = token
+            && t.expose().len() < MIN_TOKEN_BYTES
+            && !listen.ip().is_loopback()
+        {
+            self.error(
+                "admin_token",
+                format!("is shorter than {MIN_TOKEN_BYTES} characters, and listen ({listen}) is not loopback"),
+                "use a long random token (e.g. ADMIN_TOKEN=$(openssl rand -hex 24)), or leave admin_token out: a strong one is made and kept in data_dir",
+            );
+        }
     }
 
     /// The shipped example's development key is public: it serves on loopback only.

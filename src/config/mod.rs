@@ -57,6 +57,8 @@ pub struct Settings {
     pub log_retention_days: Option<u32>,
     /// Stored Responses (`store: true`) older than this are deleted; `None` or 0 keeps them.
     pub response_retention_days: Option<u32>,
+    /// Bounds on what `/v1/responses` stores.
+    pub stored_responses: StoredResponsesConfig,
     /// How the process logs to stderr.
     pub log_format: LogFormat,
     /// OTLP trace export; off when left out.
@@ -120,19 +122,63 @@ impl AdapterPolicy {
     }
 }
 
+/// `stored_responses:` — what the Responses door keeps for `previous_response_id`, bounded so
+/// that a few cheap requests cannot fill the disk.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoredResponsesConfig {
+    /// The largest turn (its input and output items, and the response object) stored, in KiB.
+    pub max_turn_kb: u64,
+    /// What one key may store per day (UTC), in MiB; past it, its turns are not stored.
+    pub max_mb_per_key_per_day: u64,
+}
+
+impl Default for StoredResponsesConfig {
+    fn default() -> Self {
+        StoredResponsesConfig { max_turn_kb: 1024, max_mb_per_key_per_day: 100 }
+    }
+}
+
+impl StoredResponsesConfig {
+    pub fn max_turn_bytes(&self) -> u64 {
+        self.max_turn_kb << 10
+    }
+
+    pub fn max_bytes_per_key_per_day(&self) -> u64 {
+        self.max_mb_per_key_per_day << 20
+    }
+}
+
 /// `metrics:` — the Prometheus endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
     /// Off: nothing is observed and `/metrics` is 404.
     pub enabled: bool,
-    /// Serve `/metrics` on this address instead of the main listener.
+    /// Serve `/metrics` on this address instead of the main listener, to scrapers without a
+    /// token (unless `token` is set); the only way to scrape without one.
     pub listen: Option<SocketAddr>,
+    /// A bearer token for scrapers (the admin token works too); required on the main listener.
+    pub token: Option<Secret>,
+    /// `Host` names a tokenless scrape on `listen` may use besides IP literals and `localhost`
+    /// (a page that rebinds its own name to this address sends its name).
+    pub hosts: Vec<String>,
+    /// Label sets each family written per request may hold; new ones past it go to `other`.
+    pub max_label_sets: usize,
 }
+
+/// Label sets per family unless `metrics.max_label_sets` says otherwise.
+pub const DEFAULT_MAX_LABEL_SETS: usize = 500;
 
 impl Default for MetricsConfig {
     fn default() -> Self {
-        MetricsConfig { enabled: true, listen: None }
+        MetricsConfig {
+            enabled: true,
+            listen: None,
+            token: None,
+            hosts: Vec::new(),
+            max_label_sets: DEFAULT_MAX_LABEL_SETS,
+        }
     }
 }
 
@@ -144,6 +190,10 @@ pub struct TelegramConfig {
     pub bot_token: Secret,
     /// Chats (users or groups) the bot answers and alerts; everyone else is ignored.
     pub allowed_chats: Vec<i64>,
+    /// When set, only these people (Telegram user ids) may command the bot, in any allowed
+    /// chat; empty: every member of an allowed chat is an operator.
+    #[serde(default)]
+    pub allowed_users: Vec<i64>,
     #[serde(default = "default_telegram_api")]
     pub api_base: String,
     /// How long one `getUpdates` long poll waits for news.
@@ -477,6 +527,18 @@ pub struct SourceConfig {
     /// joins `models` as chat models.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub detect_models: bool,
+    /// A chat request that asks for a whole answer is sent upstream as a stream and put back
+    /// together, so the first-byte and idle timeouts bound an upstream's silence (off: sent as
+    /// asked, bounded by `timeout_seconds` only).
+    #[serde(default = "enabled_by_default", skip_serializing_if = "is_enabled")]
+    pub stream_whole_answers: bool,
+    /// What a native pass-through forwards beyond the ordinary fields and betas.
+    #[serde(default, skip_serializing_if = "PassthroughConfig::is_default")]
+    pub passthrough: PassthroughConfig,
+    /// A detected model that another source is configured to serve joins plain-name routing
+    /// too (off: it is reached only as `source/model`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detect_models_share_names: bool,
     /// An operator's switch: a disabled source keeps its place but serves nothing.
     #[serde(default = "enabled_by_default", skip_serializing_if = "is_enabled")]
     pub enabled: bool,
@@ -543,6 +605,21 @@ impl SourceConfig {
     }
 }
 
+/// A source's `passthrough:` — top-level fields and `anthropic-beta` flags a client may send
+/// through this source's native pass-through besides the ordinary ones (`*`: any).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PassthroughConfig {
+    pub fields: Vec<String>,
+    pub betas: Vec<String>,
+}
+
+impl PassthroughConfig {
+    pub fn is_default(&self) -> bool {
+        self == &PassthroughConfig::default()
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
@@ -556,6 +633,10 @@ pub struct ModelConfig {
     /// Listed by the upstream (`detect_models`), not written in the config.
     #[serde(skip)]
     pub detected: bool,
+    /// Reached only as `source/model`: a detected name another source is configured to serve
+    /// (an upstream's list must not pull that model's traffic to itself).
+    #[serde(skip)]
+    pub qualified_only: bool,
 }
 
 impl ModelConfig {

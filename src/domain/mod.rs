@@ -9,7 +9,10 @@ mod sandbox;
 mod slot;
 
 pub use clock::{Clock, ManualClock, SystemClock, UnixMs};
-pub use names::{AdapterName, GroupName, KeyName, Secret, SourceName, expose_secret, mask};
+pub use names::{
+    AdapterName, GroupName, KeyName, MAX_MODEL_NAME_BYTES, Secret, SourceName, expose_secret,
+    listed_model_name_problem, mask,
+};
 pub use period::{Period, PeriodName, Quota, Usage};
 pub use policy::{AffinityPolicy, ChannelSelection, CooldownPolicy, ScoringPolicy};
 pub use sandbox::{AdapterGrant, SandboxLimits};

@@ -172,3 +172,28 @@ mod tests {
         assert_eq!(Secret::new("").masked(), "");
     }
 }
+
+/// The longest model name a client may send or an upstream may list: names end up in log
+/// rows, metric labels and the WebUI, so one request cannot make any of them large.
+pub const MAX_MODEL_NAME_BYTES: usize = 256;
+
+/// Why `name` cannot be a model name an upstream lists (a detected model): too long, empty, a
+/// `/` (it would read as `source/model`), or a control or bidirectional-override character
+/// (it would rewrite what an operator reads in the WebUI, a log line or a chat).
+pub fn listed_model_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("empty");
+    }
+    if name.len() > MAX_MODEL_NAME_BYTES {
+        return Some("longer than 256 bytes");
+    }
+    if name.contains('/') {
+        return Some("contains `/`");
+    }
+    let bidi =
+        |c: char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{061c}');
+    if name.chars().any(|c| c.is_control() || bidi(c)) {
+        return Some("contains a control or bidirectional-formatting character");
+    }
+    None
+}

@@ -2,6 +2,7 @@
 //! send it (reqwest, or one shared HTTP/2 connection) under the source's timeouts, and
 //! translate the answer back.
 
+mod assemble;
 mod error;
 mod framing;
 mod h2c;
@@ -73,6 +74,13 @@ impl Target<'_> {
             settings: self.source.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         }
     }
+}
+
+/// What a streaming request opened: its events, or (an upstream that ignored `stream` and
+/// answered JSON, when a whole answer was wanted anyway) the whole answer.
+enum Opened {
+    Events(ChunkStream),
+    Whole(Completion),
 }
 
 /// Per source: an HTTP client (own connect timeout and connection pool) and the
@@ -224,11 +232,72 @@ impl Provider {
         Box::pin(answer(target.source, &mut session, &response)).await.map(|body| (body, head))
     }
 
+    /// A non-streaming chat request sent upstream as a stream (`unified`, or the native
+    /// request in `target`, already asking for a stream with usage) and put back together as
+    /// the whole answer: silence is bounded by the stream's first-byte and idle timeouts,
+    /// the whole request by `timeout_seconds`; an incomplete stream is the attempt's error.
+    pub async fn complete_by_stream(
+        &self,
+        target: &Target<'_>,
+        unified: &str,
+    ) -> Result<(Completion, Duration), AttemptError> {
+        use futures::StreamExt;
+        let timeout = target.source.timeout();
+        let started = tokio::time::Instant::now();
+        let whole = async {
+            let mut chunks = match self.open_stream(target, unified, true).await? {
+                Opened::Events(chunks) => chunks,
+                Opened::Whole(completion) => return Ok((completion, started.elapsed())),
+            };
+            let head = started.elapsed();
+            let native = chunks.is_native();
+            let (mut assembler, mut read) = (assemble::Assembler::default(), 0usize);
+            while let Some(item) = chunks.next().await {
+                let item = item?;
+                read += item.len();
+                if read > MAX_RESPONSE_BYTES {
+                    return Err(AttemptError::Transport {
+                        source_name: target.source.name.clone(),
+                        message: format!("response exceeds {} MiB", MAX_RESPONSE_BYTES >> 20),
+                    });
+                }
+                if native {
+                    // An OpenAI-compatible upstream's own SSE frames: their data is chunks too.
+                    for data in item.lines().filter_map(|l| l.strip_prefix("data:")) {
+                        assembler.chunk(data.trim());
+                    }
+                } else {
+                    assembler.chunk(&item);
+                }
+            }
+            let body = assembler.finish();
+            let completion = match native {
+                true => Completion::Native { body: body.clone().into_bytes(), unified: body },
+                false => Completion::Unified(body),
+            };
+            Ok((completion, head))
+        };
+        tokio::time::timeout(timeout, Box::pin(whole)).await.map_err(|_| AttemptError::Timeout {
+            source_name: target.source.name.clone(),
+            phase: TimeoutPhase::Total,
+            after: timeout,
+        })?
+    }
+
     /// A streaming request: resolves once the upstream answered 2xx; the stream then yields
     /// unified chunks as upstream events arrive, holding the adapter session to the end. The
     /// first event must come within the first-byte timeout of sending, the head included. The
     /// guest call is boxed, as in [`Provider::complete`].
     pub async fn stream(&self, target: &Target<'_>, unified: &str) -> Result<ChunkStream, AttemptError> {
+        match self.open_stream(target, unified, false).await? {
+            Opened::Events(chunks) => Ok(chunks),
+            Opened::Whole(_) => unreachable!("a whole answer is taken only when asked for"),
+        }
+    }
+
+    /// Sends a streaming request; with `whole_ok`, a 2xx JSON answer (an upstream that ignores
+    /// `stream`) is read as the whole answer instead of as a stream.
+    async fn open_stream(&self, target: &Target<'_>, unified: &str, whole_ok: bool) -> Result<Opened, AttemptError> {
         let (mut session, request) = Box::pin(self.open(target, unified)).await?;
         let timeout = target.source.first_byte_timeout();
         let first_event_by = tokio::time::Instant::now() + timeout;
@@ -262,15 +331,35 @@ impl Provider {
                 },
             });
         }
+        let json = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+        if whole_ok && json {
+            let response =
+                tokio::time::timeout_at(first_event_by, read_response(target, response)).await.map_err(|_| {
+                    AttemptError::Timeout {
+                        source_name: target.source.name.clone(),
+                        phase: TimeoutPhase::FirstByte,
+                        after: timeout,
+                    }
+                })??;
+            return Box::pin(answer(target.source, &mut session, &response)).await.map(Opened::Whole);
+        }
         let framing = session.adapter().metadata().stream_framing;
-        Ok(ChunkStream::new(session, framing::events(response, framing), target, first_event_by))
+        Ok(Opened::Events(ChunkStream::new(session, framing::events(response, framing), target, first_event_by)))
     }
 
     /// The source's model list, asked through its adapter's `models` interface within the
     /// source's `timeout_seconds`; the error says why in words for the log and the admin API.
     pub async fn list_models(&self, source: &SourceConfig, adapter: &Arc<Adapter>) -> Result<Vec<String>, String> {
-        let model =
-            ModelConfig { name: String::new(), upstream: None, kind: crate::config::ModelKind::Chat, detected: false };
+        let model = ModelConfig {
+            name: String::new(),
+            upstream: None,
+            kind: crate::config::ModelKind::Chat,
+            detected: false,
+            qualified_only: false,
+        };
         let target = Target { source, model: &model, adapter, operation: Operation::Chat, native: None };
         let context = target.context();
         let request = match adapter.models_request(&context).await {

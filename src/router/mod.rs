@@ -104,7 +104,9 @@ pub fn auto_chain(config: &Config, kind: ModelKind) -> Vec<Planned<'_>> {
     let mut out = Vec::new();
     for slot in slots {
         for source in config.sources.iter().filter(|s| slot.source.as_ref().is_none_or(|n| &s.name == n)) {
-            if let Some(model) = source.model(&slot.model).filter(|m| m.kind == kind) {
+            // A slot naming only a model takes the sources that serve that name plainly.
+            let plain = |m: &&ModelConfig| slot.source.is_some() || !m.qualified_only;
+            if let Some(model) = source.model(&slot.model).filter(|m| m.kind == kind).filter(plain) {
                 out.push(Planned { resolved: Resolved { source, model }, tier: slot.tier, quota: slot.quota });
             }
         }
@@ -149,7 +151,13 @@ pub fn resolve<'a>(config: &'a Config, requested: &str) -> Vec<Resolved<'a>> {
     if !prefixed.is_empty() {
         return prefixed;
     }
-    config.sources.iter().filter_map(|source| source.model(requested).map(|model| Resolved { source, model })).collect()
+    config
+        .sources
+        .iter()
+        .filter_map(|source| {
+            source.model(requested).filter(|m| !m.qualified_only).map(|model| Resolved { source, model })
+        })
+        .collect()
 }
 
 /// `source/model` or `source:model`. Model names may contain `/` (`meta-llama/...`) or `:`

@@ -30,6 +30,12 @@ impl Drop for Reservation {
 /// Admits one call of `key` with request `unified`, setting aside its estimated tokens; a key
 /// whose quota is spent (counting what its calls in flight set aside) gets 429.
 pub fn admit(gw: &Arc<Gateway>, key: &KeyEntry, unified: &str, prompt_estimate: u64) -> Result<Reservation, ApiError> {
+    admit_tokens(gw, key, prompt_estimate.saturating_add(completion_reserve(unified)))
+}
+
+/// Admits one call of `key` that sets aside `tokens` (none for a call that generates nothing,
+/// such as counting tokens: a spent key is still refused).
+pub fn admit_tokens(gw: &Arc<Gateway>, key: &KeyEntry, tokens: u64) -> Result<Reservation, ApiError> {
     let Some(quota) = key.quota else { return Ok(Reservation { held: None }) };
     if gw.shared.as_ref().is_some_and(|s| s.quotas_refused()) {
         return Err(ApiError::new(
@@ -42,7 +48,6 @@ pub fn admit(gw: &Arc<Gateway>, key: &KeyEntry, unified: &str, prompt_estimate: 
         )
         .code("shared_state_unreachable"));
     }
-    let tokens = prompt_estimate.saturating_add(completion_reserve(unified));
     match gw.scheduler.reserve_key(&key.name, quota, tokens) {
         Ok(()) => Ok(Reservation { held: Some((gw.clone(), key.name.clone(), tokens)) }),
         Err(crate::scheduler::KeySpent { used, reserved }) => {

@@ -57,7 +57,7 @@ pub fn fit(
     if untranslatable.contains(adapter.name()) {
         return Err(format!("adapter `{}` could not translate this request", adapter.name()));
     }
-    let native = call.native.and_then(|n| adapter.native_headers(n.protocol).map(|names| n.for_adapter(names)));
+    let native = call.native.and_then(|n| adapter.native_headers(n.protocol).map(|names| n.for_adapter(names, source)));
     match (native, call.unified_error) {
         (None, Some(why)) => {
             Err(format!("adapter `{}` takes only translated requests, and this one cannot be: {why}", adapter.name()))
@@ -101,9 +101,40 @@ pub async fn call_upstream(
         let head = started.elapsed();
         let first = chunks.first_chunk().await?;
         Ok((Done::Stream(first.holding(ticket.take_permit())), head))
+    } else if streams_whole_answer(call, target) {
+        // Sent as a stream, answered whole: an upstream gone silent is given up on at the
+        // stream's first-byte or idle timeout instead of the whole request's.
+        let unified = asking_for_a_stream(call.unified.as_bytes()).unwrap_or_else(|| call.unified.to_string());
+        let native = target.native.map(|n| ClientRequest {
+            body: asking_for_a_stream(&n.body).map_or_else(|| n.body.clone(), String::into_bytes),
+            ..n.clone()
+        });
+        let streamed = Target { native: native.as_ref(), ..*target };
+        provider.complete_by_stream(&streamed, &unified).await.map(|(body, head)| (Done::Whole(body), head))
     } else {
         provider.complete(target, call.unified).await.map(|(body, head)| (Done::Whole(body), head))
     }
+}
+
+/// Whether a whole answer is asked of the upstream as a stream: chat (what streams), when the
+/// source lets it (`stream_whole_answers`), through a built-in adapter, in the unified form or an OpenAI-compatible
+/// pass-through, whose chunks are the unified shape (an Anthropic or Responses pass-through
+/// answers whole in its own protocol, as sent).
+fn streams_whole_answer(call: &Call<'_>, target: &Target<'_>) -> bool {
+    call.kind == ModelKind::Chat
+        && target.source.stream_whole_answers
+        // A built-in's stream reading is the gateway's own; an author's adapter (a Lua script
+        // above all) may treat a whole answer in ways its stream path does not.
+        && matches!(target.adapter.origin(), crate::plugin::AdapterOrigin::Builtin)
+        && target.native.is_none_or(|n| n.protocol == super::chat::PROTOCOL)
+}
+
+/// A chat request (JSON) asking for a stream with its usage; `None` when it is not a JSON object.
+fn asking_for_a_stream(body: &[u8]) -> Option<String> {
+    let mut request: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(body).ok()?;
+    request.insert("stream".into(), serde_json::Value::Bool(true));
+    request.insert("stream_options".into(), serde_json::json!({"include_usage": true}));
+    Some(serde_json::Value::Object(request).to_string())
 }
 
 /// The client's reply for an answer from `source`: a whole answer is booked (journaled) before

@@ -36,6 +36,9 @@ fn matches(pattern: &str, name: &str) -> bool {
 
 #[derive(Debug, Clone)]
 pub struct KeyEntry {
+    /// Stable while the secret is: what a key owns (stored responses) is owned by this, so a
+    /// new key that takes a deleted key's name owns nothing of it.
+    pub id: String,
     pub name: KeyName,
     pub scope: ModelScope,
     pub group: GroupName,
@@ -58,17 +61,24 @@ pub struct KeyTable {
 impl KeyTable {
     /// config.yaml's keys (by their secrets) and runtime keys (by the digests kept of them).
     pub fn new(config: &Config) -> Self {
-        let entry = |k: &KeyConfig| KeyEntry {
+        let entry = |k: &KeyConfig, digest: &[u8; 32]| KeyEntry {
+            id: key_id(digest),
             name: k.name.clone(),
             scope: ModelScope::new(k.models.clone()),
             group: k.group.clone(),
             quota: k.quota(),
         };
-        let mut by_digest: HashMap<[u8; 32], KeyEntry> =
-            config.keys.iter().map(|k| (digest(k.key.expose()), entry(k))).collect();
+        let mut by_digest: HashMap<[u8; 32], KeyEntry> = config
+            .keys
+            .iter()
+            .map(|k| {
+                let d = digest(k.key.expose());
+                (d, entry(k, &d))
+            })
+            .collect();
         for k in &config.runtime_keys {
             if let Some(d) = from_hex(&k.key_sha256) {
-                by_digest.insert(d, entry(&k.as_key_config()));
+                by_digest.insert(d, entry(&k.as_key_config(), &d));
             }
         }
         KeyTable { by_digest }
@@ -92,6 +102,20 @@ impl KeyTable {
             .ok_or_else(|| unauthorized("the Authorization header must be `Bearer <key>`"))?;
         self.by_digest.get(&digest(token)).ok_or_else(|| unauthorized("invalid gateway key"))
     }
+}
+
+/// A key's id: the first 8 bytes of its secret's digest, in hex (nothing of the secret).
+fn key_id(digest: &[u8; 32]) -> String {
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The id of a config.yaml key (by its secret) or a runtime key (by its digest).
+pub fn id_of_secret(secret: &str) -> String {
+    key_id(&digest(secret))
+}
+
+pub fn id_of_digest_hex(hex: &str) -> Option<String> {
+    from_hex(hex).map(|d| key_id(&d))
 }
 
 fn digest(key: &str) -> [u8; 32] {

@@ -29,6 +29,8 @@ pub enum LogMode {
     AutoSelect,
     Vision,
     Fusion,
+    /// `POST /v1/messages/count_tokens` asked of an upstream: nothing generated.
+    CountTokens,
 }
 
 impl LogMode {
@@ -50,6 +52,7 @@ impl LogMode {
             LogMode::AutoSelect => "auto-select",
             LogMode::Vision => "adapter",
             LogMode::Fusion => "fusion",
+            LogMode::CountTokens => "count_tokens",
         }
     }
 }
@@ -71,11 +74,14 @@ pub struct LogContext {
 }
 
 impl LogContext {
-    /// The context of `call` on `key`'s behalf, through `route` when it named one.
+    /// The context of `call` on `key`'s behalf, through `route` when it named one. A request
+    /// the AUTO chain serves is labelled `AUTO`, also when it named a model nobody serves
+    /// (`default_model: AUTO`): the client's string never becomes a metric label.
     pub fn of(call: &super::call::Call<'_>, key: &super::auth::KeyEntry, route: Option<String>, mode: LogMode) -> Self {
+        let requested_model = if mode == LogMode::Auto { crate::domain::AUTO } else { call.model };
         LogContext {
             request_id: call.request_id.to_string(),
-            requested_model: call.model.to_string(),
+            requested_model: requested_model.to_string(),
             operation: call.kind.operation_name(),
             key: key.name.clone(),
             key_period: key.quota.map(|q| q.period),

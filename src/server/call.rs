@@ -7,7 +7,8 @@ use axum::http::{HeaderMap, StatusCode};
 
 use super::Runtime;
 use super::error::{ApiError, ErrorType};
-use crate::config::ModelKind;
+use super::passthrough;
+use crate::config::{ModelKind, SourceConfig};
 use crate::provider::ChunkStream;
 
 /// What the upstream gave back: in the unified form, or (from a native session) in the
@@ -34,21 +35,34 @@ const CREDENTIALS: &[&str] =
     &["authorization", "proxy-authorization", "cookie", "x-api-key", "api-key", "x-goog-api-key"];
 
 impl Native<'_> {
-    /// The request for an adapter that forwards this protocol and asked for `names` headers.
-    pub fn for_adapter(&self, names: &[String]) -> crate::plugin::ClientRequest {
+    /// The request for `source`'s adapter, which forwards this protocol and asked for `names`
+    /// headers: never the client's credentials, and only the fields and betas the source's
+    /// pass-through allows (what is left out is logged).
+    pub fn for_adapter(&self, names: &[String], source: &SourceConfig) -> crate::plugin::ClientRequest {
+        let policy = &source.passthrough;
+        let mut left = passthrough::Left::default();
         let headers = names
             .iter()
             .filter(|name| !CREDENTIALS.iter().any(|c| name.eq_ignore_ascii_case(c)))
             .flat_map(|name| {
-                self.headers
-                    .get_all(name.as_str())
-                    .iter()
-                    .filter_map(|v| v.to_str().ok())
-                    .map(|v| (name.to_ascii_lowercase(), v.to_string()))
+                let name = name.to_ascii_lowercase();
+                let values: Vec<&str> =
+                    self.headers.get_all(name.as_str()).iter().filter_map(|v| v.to_str().ok()).collect();
+                values
+                    .into_iter()
+                    .filter_map(|v| match name.as_str() {
+                        "anthropic-beta" => passthrough::betas(v, policy, &mut left),
+                        _ => Some(v.to_string()),
+                    })
+                    .map(|v| (name.clone(), v))
                     .collect::<Vec<_>>()
             })
             .collect();
-        crate::plugin::ClientRequest { protocol: self.protocol.to_string(), body: self.body.to_vec(), headers }
+        let body = passthrough::body(self.protocol, self.body, policy, &mut left).into_owned();
+        if !left.is_empty() {
+            tracing::info!(source = %source.name, fields = ?left.fields, betas = ?left.betas, "pass-through: left out what the source does not allow (sources[].passthrough)");
+        }
+        crate::plugin::ClientRequest { protocol: self.protocol.to_string(), body, headers }
     }
 }
 

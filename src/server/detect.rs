@@ -18,19 +18,58 @@ pub struct Detected(BTreeMap<SourceName, Vec<String>>);
 
 impl Detected {
     /// `config` with each source's detected models after its configured ones (a name the
-    /// config already has stays as configured).
+    /// config already has stays as configured). A detected name that another source is
+    /// configured to serve is reached only as `source/model`, unless the detecting source says
+    /// `detect_models_share_names`.
     pub fn apply(&self, mut config: Config) -> Config {
+        let configured: Vec<(SourceName, String)> = config
+            .sources
+            .iter()
+            .flat_map(|s| s.models.iter().filter(|m| !m.detected).map(|m| (s.name.clone(), m.name.clone())))
+            .collect();
         for source in &mut config.sources {
             let Some(names) = self.0.get(&source.name) else { continue };
             for name in names {
                 let kind = kind_by_name(name).unwrap_or_default();
                 if !source.models.iter().any(|m| &m.name == name) {
-                    source.models.push(ModelConfig { name: name.clone(), upstream: None, kind, detected: true });
+                    let served_elsewhere = configured.iter().any(|(s, m)| s != &source.name && m == name);
+                    let qualified_only = served_elsewhere && !source.detect_models_share_names;
+                    source.models.push(ModelConfig {
+                        name: name.clone(),
+                        upstream: None,
+                        kind,
+                        detected: true,
+                        qualified_only,
+                    });
                 }
             }
         }
         config
     }
+}
+
+/// Models one source may add by detection; an upstream listing more is cut at this many.
+const MAX_DETECTED: usize = 2000;
+
+/// What an upstream's list may add: names a client could send and an operator can read safely
+/// (see [`crate::domain::listed_model_name_problem`]), of a kind some door serves, at most [`MAX_DETECTED`];
+/// each refused name is logged (escaped) with why.
+fn admissible(source: &SourceName, mut listed: Vec<String>) -> Vec<String> {
+    listed.retain(|name| match crate::domain::listed_model_name_problem(name) {
+        Some(why) => {
+            let shown: String = name.chars().take(80).collect();
+            tracing::warn!(source = %source, name = %crate::logsafe::Escaped(&shown), "detected model name refused: {why}");
+            false
+        }
+        None => kind_by_name(name).is_some(),
+    });
+    let mut seen = std::collections::HashSet::new();
+    listed.retain(|name| seen.insert(name.clone()));
+    if listed.len() > MAX_DETECTED {
+        tracing::warn!(source = %source, listed = listed.len(), "the upstream listed more models than {MAX_DETECTED}; the rest are left out");
+        listed.truncate(MAX_DETECTED);
+    }
+    listed
 }
 
 /// What a listed model is for, from its name as the providers name them: embeddings
@@ -77,9 +116,11 @@ impl Gateway {
         let source = runtime.config.sources.iter().find(|s| &s.name == name).ok_or("no such source")?;
         let adapter = self.plugins.adapter(&source.adapter).ok_or("its adapter is not loaded")?;
         match runtime.provider.list_models(source, &adapter).await {
-            Ok(mut names) => {
-                names.retain(|n| kind_by_name(n).is_some());
-                tracing::info!(source = %name, models = names.len(), "detected the upstream's models");
+            Ok(names) => {
+                let names = admissible(name, names);
+                let before = self.detected.lock().expect("detected models").0.get(name).cloned().unwrap_or_default();
+                let added: Vec<&String> = names.iter().filter(|n| !before.contains(n)).collect();
+                tracing::info!(source = %name, models = names.len(), added = ?added, "detected the upstream's models");
                 self.detected.lock().expect("detected models").0.insert(name.clone(), names.clone());
                 self.reinstall().await;
                 Ok(names)
@@ -106,6 +147,32 @@ mod tests {
         let seen: Vec<(&str, &str, bool)> =
             models.iter().map(|m| (m.name.as_str(), m.upstream_name(), m.detected)).collect();
         assert_eq!(seen, [("a", "a-1", false), ("b", "b", true)]);
+    }
+
+    #[test]
+    fn a_detected_name_another_source_serves_is_reached_only_qualified_unless_shared() {
+        let yaml = "sources:\n  - {name: trusted, base_url: 'http://x', models: [{name: gpt-4o}]}\n  - {name: lister, base_url: 'http://y', models: [], detect_models: true}\n  - {name: sharer, base_url: 'http://z', models: [], detect_models: true, detect_models_share_names: true}\n";
+        let config = crate::config::load_str(yaml, std::path::Path::new("t.yaml"), &|_| None, &["openai"]).unwrap();
+        let mut detected = Detected::default();
+        for source in ["lister", "sharer"] {
+            detected.0.insert(SourceName::new(source), vec!["gpt-4o".into(), "llama-3".into()]);
+        }
+        let config = detected.apply(config);
+        let only = |source: usize, name: &str| config.sources[source].model(name).unwrap().qualified_only;
+        assert!(only(1, "gpt-4o"), "the trusted source's name stays its own");
+        assert!(!only(1, "llama-3"), "a name nobody configures joins plain routing");
+        assert!(!only(2, "gpt-4o"), "shared on purpose");
+        let plain: Vec<&str> =
+            crate::router::resolve(&config, "gpt-4o").iter().map(|r| r.source.name.as_str()).collect();
+        assert_eq!(plain, ["trusted", "sharer"]);
+        assert_eq!(crate::router::resolve(&config, "lister/gpt-4o").len(), 1, "still reachable qualified");
+    }
+
+    #[test]
+    fn listed_names_that_would_mislead_are_refused() {
+        let listed = ["ok-model", "a/b", "new\nline", "rtl\u{202e}txt", "", &"x".repeat(300), "ok-model", "whisper-1"];
+        let kept = admissible(&SourceName::new("s"), listed.iter().map(|s| s.to_string()).collect());
+        assert_eq!(kept, ["ok-model"]);
     }
 
     #[test]

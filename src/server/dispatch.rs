@@ -131,7 +131,7 @@ async fn serve(
                 });
                 let ms = elapsed.as_millis() as u64;
                 tracing::debug!(source = %name, ms, probe = candidate.probe, after_failures = report.failures, "head answered");
-                gw.metrics.failed_over(call.model, report.failures);
+                gw.metrics.failed_over(&log.requested_model, report.failures);
                 let books = Books::open(
                     Arc::clone(gw),
                     slot.clone(),

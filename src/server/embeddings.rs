@@ -17,7 +17,7 @@ use crate::config::ModelKind;
 #[derive(Debug, Deserialize)]
 struct EmbeddingsRequest<'a> {
     #[serde(borrow)]
-    model: std::borrow::Cow<'a, str>,
+    model: super::request::ModelName<'a>,
     input: Input,
     dimensions: Option<u32>,
     encoding_format: Option<String>,

@@ -93,7 +93,9 @@ fn finish(door: &FrontDoor, span: &tracing::Span, started: Instant, id: &str, mu
             tracing::info!(target: crate::logging::ACCESS, status = e.status.as_u16(), ms, kind = e.kind.as_str(), "refused: {}", e.message)
         });
         let retry_after = e.retry_after_header();
+        let kind = e.kind;
         response = (door.render_error)(e);
+        response.extensions_mut().insert(super::client_metrics::Refused(kind));
         if let Some(value) = retry_after {
             response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
         }

@@ -17,9 +17,10 @@ use crate::router::AUTO;
 
 #[allow(dead_code)] // fields exist to be type-checked
 #[derive(Debug, Deserialize)]
-struct ImagesRequest {
+struct ImagesRequest<'a> {
     /// Absent: `AUTO` (the `auto_image` chain).
-    model: Option<String>,
+    #[serde(borrow)]
+    model: Option<super::request::ModelName<'a>>,
     prompt: String,
     n: Option<u32>,
     size: Option<String>,
@@ -48,7 +49,7 @@ pub async fn images(
     {
         return Err(ApiError::invalid_request("`n` must be between 1 and 10").param("n"));
     }
-    let model = request.model.unwrap_or_else(|| AUTO.to_string());
+    let model = request.model.map_or_else(|| AUTO.to_string(), super::request::ModelName::into_owned);
     tracing::Span::current().record("model", &*model);
     // The adapter gets the body with the model it resolved to filled in.
     unified.insert("model".into(), Value::String(model.clone()));

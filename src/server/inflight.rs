@@ -74,6 +74,7 @@ fn refusal(request: &Request) -> Response {
         error.into_response()
     };
     response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response.extensions_mut().insert(super::client_metrics::Refused(ErrorType::Overloaded));
     response
 }
 

@@ -75,6 +75,22 @@ struct AdapterLabels {
     adapter: String,
 }
 
+/// A client request as OpenTelemetry's HTTP server metrics name it.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    http_request_method: String,
+    /// The route template (the front door), never the path as sent.
+    http_route: String,
+    http_response_status_code: String,
+    /// Empty for a success; the error's type (`authentication_error`, …) or its status.
+    error_type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FoldedLabels {
+    family: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
@@ -106,9 +122,15 @@ struct AttemptSeries {
 }
 
 /// Every metric, registered once; the per-attempt families are written from each log row.
+/// The families written per request hold at most `metrics.max_label_sets` label sets each;
+/// past that, new sets are counted in one `other` set and in `switchyard_metric_series_folded`.
 pub struct Metrics {
     registry: Registry,
     series: SeriesCache<AttemptSeries>,
+    failover_series: SeriesCache<Counter>,
+    http_series: SeriesCache<Histogram>,
+    http_duration: Histograms<HttpLabels>,
+    folded: Family<FoldedLabels, Counter>,
     duration: Histograms<AttemptLabels>,
     tokens: Histograms<TokenLabels>,
     first_token: Histograms<AttemptLabels>,
@@ -133,7 +155,7 @@ pub struct Metrics {
 
 impl Metrics {
     /// The registry, with the plugin host's guest call durations in it.
-    pub fn new(call_durations: CallDurations) -> Metrics {
+    pub fn new(call_durations: CallDurations, max_label_sets: usize) -> Metrics {
         let mut registry = Registry::default();
         registry.register_with_unit(
             "switchyard_adapter_call_duration",
@@ -229,12 +251,29 @@ impl Metrics {
         registry.register("switchyard_pool_in_use", "Sessions open on each adapter's instances", pool_in_use.clone());
         let pool_instances = Family::<AdapterLabels, Gauge>::default();
         registry.register("switchyard_pool_instances", "Live instances of each adapter", pool_instances.clone());
+        let http_duration: Histograms<HttpLabels> = Family::new_with_constructor(seconds_histogram);
+        registry.register_with_unit(
+            "http_server_request_duration",
+            "Client requests at the API doors, to the end of the answer, by status and error type (refusals included)",
+            Unit::Seconds,
+            http_duration.clone(),
+        );
+        let folded = Family::<FoldedLabels, Counter>::default();
+        registry.register(
+            "switchyard_metric_series_folded",
+            "Observations folded into a family's `other` label set because it held metrics.max_label_sets",
+            folded.clone(),
+        );
         let build = Family::<BuildLabels, Gauge>::default();
         build.get_or_create(&BuildLabels { version: env!("CARGO_PKG_VERSION") }).set(1);
         registry.register("switchyard_build_info", "The running version", build);
         Metrics {
             registry,
-            series: SeriesCache::default(),
+            series: SeriesCache::with_cap(max_label_sets),
+            failover_series: SeriesCache::with_cap(max_label_sets),
+            http_series: SeriesCache::with_cap(max_label_sets),
+            http_duration,
+            folded,
             duration,
             tokens,
             first_token,
@@ -263,23 +302,10 @@ impl Metrics {
         let served = row.status == Some(200);
         let error = if served { "" } else { error_type(row.error.as_deref()) };
         let values = [log.operation, &log.requested_model, &row.model, provider, &row.source, error];
-        let series = self.series.get_or_insert(&values, || {
-            let labels = AttemptLabels {
-                gen_ai_operation_name: log.operation,
-                gen_ai_request_model: log.requested_model.clone(),
-                gen_ai_response_model: row.model.clone(),
-                gen_ai_provider_name: provider.to_string(),
-                source: row.source.clone(),
-                error_type: error.to_string(),
-            };
-            AttemptSeries {
-                attempts: self.attempts.get_or_create(&labels).clone(),
-                duration: self.duration.get_or_create(&labels).clone(),
-                labels,
-                tokens: Default::default(),
-                first_token: OnceLock::new(),
-                per_output_token: OnceLock::new(),
-            }
+        let series = self.series.get(&values, || self.attempt_series(values)).unwrap_or_else(|| {
+            self.fold("gen_ai_attempts");
+            let other = [log.operation, OTHER, OTHER, OTHER, OTHER, error];
+            self.series.get_or_insert(&other, || self.attempt_series(other))
         });
         series.attempts.inc();
         let total = row.total_ms as f64 / 1e3;
@@ -318,11 +344,67 @@ impl Metrics {
         }
     }
 
+    /// The handles of one attempt label set: `[operation, requested, response model, provider,
+    /// source, error type]`.
+    fn attempt_series(&self, [operation, requested, model, provider, source, error]: [&str; 6]) -> AttemptSeries {
+        let labels = AttemptLabels {
+            gen_ai_operation_name: static_operation(operation),
+            gen_ai_request_model: requested.to_string(),
+            gen_ai_response_model: model.to_string(),
+            gen_ai_provider_name: provider.to_string(),
+            source: source.to_string(),
+            error_type: error.to_string(),
+        };
+        AttemptSeries {
+            attempts: self.attempts.get_or_create(&labels).clone(),
+            duration: self.duration.get_or_create(&labels).clone(),
+            labels,
+            tokens: Default::default(),
+            first_token: OnceLock::new(),
+            per_output_token: OnceLock::new(),
+        }
+    }
+
+    fn fold(&self, family: &'static str) {
+        self.folded.get_or_create(&FoldedLabels { family }).inc();
+    }
+
     /// A request served after `failed` candidates failed before it.
     pub fn failed_over(&self, requested_model: &str, failed: usize) {
-        if failed > 0 {
-            self.failovers.get_or_create(&ModelLabels { gen_ai_request_model: requested_model.to_string() }).inc();
+        if failed == 0 {
+            return;
         }
+        let make = |model: &str| {
+            let labels = ModelLabels { gen_ai_request_model: model.to_string() };
+            self.failovers.get_or_create(&labels).clone()
+        };
+        let counter = self.failover_series.get(&[requested_model], || make(requested_model)).unwrap_or_else(|| {
+            self.fold("switchyard_failovers");
+            self.failover_series.get_or_insert(&[OTHER], || make(OTHER))
+        });
+        counter.inc();
+    }
+
+    /// A client request at an API door, from its arrival to the end of its answer; the
+    /// handle returned is observed when the answer ends.
+    pub fn client_request(&self, method: &str, route: &str, status: u16, error_type: &str) -> Histogram {
+        let status = status_label(status);
+        let values = [method, route, status, error_type];
+        let make = |[method, route, status, error_type]: [&str; 4]| {
+            let labels = HttpLabels {
+                http_request_method: method.to_string(),
+                http_route: route.to_string(),
+                http_response_status_code: status.to_string(),
+                error_type: error_type.to_string(),
+            };
+            self.http_duration.get_or_create(&labels).clone()
+        };
+        let histogram = self.http_series.get(&values, || make(values)).unwrap_or_else(|| {
+            self.fold("http_server_request_duration");
+            let other = [OTHER, OTHER, status, error_type];
+            self.http_series.get_or_insert(&other, || make(other))
+        });
+        Histogram::clone(&histogram)
     }
 
     /// The gauges read from the gateway's state now, then everything as Prometheus text.
@@ -418,25 +500,141 @@ const ERROR_TYPES: &[&str] = &[
     "upstream_error",
 ];
 
+/// The label value every set past a family's cap is folded into.
+const OTHER: &str = "other";
+
+/// The operation names attempts are made under (a fixed set); anything else reads `other`.
+fn static_operation(name: &str) -> &'static str {
+    ["chat", "embeddings", "generate_content", "count_tokens"].into_iter().find(|op| *op == name).unwrap_or(OTHER)
+}
+
+/// A status code as a label: one of the codes HTTP defines (100–599), else `other`.
+fn status_label(status: u16) -> &'static str {
+    static CODES: std::sync::LazyLock<Box<[String]>> =
+        std::sync::LazyLock::new(|| (100..600).map(|code: u16| code.to_string()).collect());
+    if (100..600).contains(&status) { &CODES[usize::from(status - 100)] } else { OTHER }
+}
+
 fn error_type(code: Option<&str>) -> &'static str {
     code.and_then(|code| ERROR_TYPES.iter().find(|known| **known == code)).copied().unwrap_or("other")
 }
 
-/// `GET /metrics`: open to loopback clients, to others with the admin token.
+/// `GET /metrics` on the main listener: for scrapers with the metrics token or the admin
+/// token. Being on loopback proves nothing there: a proxy on the same host makes every
+/// internet client a loopback peer.
 pub async fn scrape(
     State(gw): State<Arc<Gateway>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    if !peer.ip().is_loopback() && super::admin::authorize(&gw, &headers).is_err() {
-        return ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            ErrorType::Authentication,
-            "/metrics answers loopback clients, and others with the admin token",
-        )
-        .into_response();
+    if let Err(e) = authorize(&gw, &headers, peer.ip()) {
+        return e.into_response();
     }
+    answer(&gw)
+}
+
+/// `GET /metrics` on `metrics.listen`, an address the operator chose for scraping: no token
+/// needed unless `metrics.token` is set. Without a token, a forwarded request (a proxy in
+/// front) is refused, and `Host` must be an IP literal, `localhost` or one of `metrics.hosts`
+/// (a web page that rebinds its own name to this address sends its name).
+pub async fn scrape_own_listener(
+    State(gw): State<Arc<Gateway>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    let config = &gw.settings.metrics;
+    if config.token.is_some() {
+        if let Err(e) = authorize(&gw, &headers, peer.ip()) {
+            return e.into_response();
+        }
+    } else if let Err(why) = tokenless_scrape_allowed(&headers, &config.hosts) {
+        return ApiError::new(StatusCode::FORBIDDEN, ErrorType::Permission, why).code("scrape_refused").into_response();
+    }
+    answer(&gw)
+}
+
+/// The metrics token or the admin token, with wrong guesses throttled per peer.
+fn authorize(gw: &Gateway, headers: &HeaderMap, peer: std::net::IpAddr) -> Result<(), ApiError> {
+    if let Some(token) = &gw.settings.metrics.token {
+        let sent = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        let digest = |s: &str| <sha2::Sha256 as sha2::Digest>::digest(s.as_bytes());
+        if sent.is_some_and(|s| digest(s) == digest(token.expose())) {
+            return Ok(());
+        }
+    }
+    super::admin::authorize_peer(gw, headers, Some(peer)).map_err(|e| {
+        if e.status == StatusCode::UNAUTHORIZED {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                ErrorType::Authentication,
+                "/metrics needs `Authorization: Bearer` with metrics.token or the admin token (or scrape it on metrics.listen)",
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// Why a scrape without a token is refused, if it is.
+fn tokenless_scrape_allowed(headers: &HeaderMap, hosts: &[String]) -> Result<(), String> {
+    for forwarded in ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip"] {
+        if headers.contains_key(forwarded) {
+            return Err(format!(
+                "a forwarded request (`{forwarded}`) cannot scrape /metrics without a token: set metrics.token"
+            ));
+        }
+    }
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    let known = name.parse::<std::net::IpAddr>().is_ok()
+        || name.eq_ignore_ascii_case("localhost")
+        || hosts.iter().any(|h| h.eq_ignore_ascii_case(name));
+    if known {
+        Ok(())
+    } else {
+        Err(format!("Host `{}` is not this scrape address: add it to metrics.hosts", crate::logsafe::Escaped(name)))
+    }
+}
+
+fn answer(gw: &Gateway) -> Response {
     let taken = (gw.settings.server.max_in_flight as usize).saturating_sub(gw.in_flight.available_permits()) as i64;
-    let text = gw.metrics.render(&gw, taken);
+    let text = gw.metrics.render(gw, taken);
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        pairs.iter().map(|(k, v)| (axum::http::HeaderName::from_static(k), v.parse().unwrap())).collect()
+    }
+
+    #[test]
+    fn a_tokenless_scrape_needs_a_known_host_and_no_proxy_in_front() {
+        let hosts = vec!["metrics.internal".to_string()];
+        for ok in ["127.0.0.1:9090", "10.0.0.5", "[::1]:9090", "localhost:9090", "METRICS.internal:9090"] {
+            assert!(tokenless_scrape_allowed(&headers(&[("host", ok)]), &hosts).is_ok(), "{ok}");
+        }
+        for refused in ["evil.example:9090", "", "localhost.evil.example"] {
+            assert!(tokenless_scrape_allowed(&headers(&[("host", refused)]), &hosts).is_err(), "{refused}");
+        }
+        let forwarded = headers(&[("host", "127.0.0.1:9090"), ("x-forwarded-for", "198.51.100.1")]);
+        assert!(tokenless_scrape_allowed(&forwarded, &hosts).unwrap_err().contains("x-forwarded-for"));
+    }
+
+    #[test]
+    fn status_codes_are_labels_only_within_http_range() {
+        assert_eq!(
+            (status_label(200), status_label(599), status_label(600), status_label(42)),
+            ("200", "599", OTHER, OTHER)
+        );
+    }
 }

@@ -7,6 +7,7 @@ mod auth;
 mod books;
 mod call;
 mod chat;
+mod client_metrics;
 mod conversation;
 mod detect;
 mod dispatch;
@@ -22,10 +23,12 @@ mod metrics;
 mod models;
 mod modes;
 mod notices;
+mod passthrough;
 mod report;
 mod request;
 mod responses;
 mod scope;
+mod throttle;
 mod ticket;
 mod webui;
 
@@ -89,6 +92,10 @@ pub struct Gateway {
     detected: std::sync::Mutex<detect::Detected>,
     /// The other replicas, through Redis (`shared_state`).
     pub shared: Option<Arc<crate::shared::Shared>>,
+    /// Wrong admin and metrics tokens per peer address.
+    auth_failures: throttle::AuthThrottle,
+    /// What each key stored of its Responses turns today.
+    stored_budget: responses::StoredBudget,
 }
 
 impl Gateway {
@@ -100,8 +107,8 @@ impl Gateway {
         shared: Option<Arc<crate::shared::Shared>>,
     ) -> anyhow::Result<Gateway> {
         let LoadedConfig { base, runtime: file, effective: config } = loaded;
-        let metrics = metrics::Metrics::new(plugins.call_durations());
         let settings = Arc::clone(&base.settings);
+        let metrics = metrics::Metrics::new(plugins.call_durations(), settings.metrics.max_label_sets);
         let in_flight = Arc::new(tokio::sync::Semaphore::new(settings.server.max_in_flight as usize));
         plugins.size_pools(&config);
         let runtime = Runtime { provider: Provider::new(&config)?, keys: KeyTable::new(&config), config, file };
@@ -118,6 +125,8 @@ impl Gateway {
             notices: Notices::default(),
             detected: Default::default(),
             shared,
+            auth_failures: Default::default(),
+            stored_budget: Default::default(),
         })
     }
 
@@ -192,6 +201,14 @@ impl Gateway {
         }
     }
 
+    /// Before serving: refuses to start under a replica name another live replica holds.
+    pub async fn claim_replica_name(&self) -> Result<(), String> {
+        match &self.shared {
+            Some(shared) => shared.claim_name_at_start().await,
+            None => Ok(()),
+        }
+    }
+
     /// At shutdown: sends what this replica counted since its last exchange (one sync, a
     /// second at most), so the others do not lose its last requests' tokens.
     pub async fn stop_shared(self: &Arc<Self>) {
@@ -252,7 +269,7 @@ impl Gateway {
 
     /// A router with `/metrics` alone (for `metrics.listen`).
     pub fn metrics_router(self: &Arc<Self>) -> Router {
-        Router::new().route("/metrics", get(metrics::scrape)).with_state(self.clone())
+        Router::new().route("/metrics", get(metrics::scrape_own_listener)).with_state(self.clone())
     }
 }
 
@@ -351,7 +368,8 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/embeddings", post(embeddings::embeddings).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/images/generations", post(images::images).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/models", get(models::list_models))
-        .route_layer(inflight::layer(in_flight));
+        .route_layer(inflight::layer(in_flight))
+        .route_layer(client_metrics::layer(gateway.clone()));
     let app = if metrics_here { app.route("/metrics", get(metrics::scrape)) } else { app };
     app.route("/health", get(models::health))
         .merge(admin::router(gateway.clone()))

@@ -20,8 +20,10 @@ pub async fn list_models(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> 
     for source in runtime.config.sources.iter().filter(|s| s.enabled) {
         for model in &source.models {
             let qualified = format!("{}/{}", source.name, model.name);
-            if key.scope.allows(&[&model.name, &qualified]) && seen.insert(model.name.clone()) {
-                let mut entry = json!({"id": model.name, "object": "model", "created": 0, "owned_by": source.name});
+            // A detected model another source serves is offered by its qualified name only.
+            let id = if model.qualified_only { &qualified } else { &model.name };
+            if key.scope.allows(&[&model.name, &qualified]) && seen.insert(id.clone()) {
+                let mut entry = json!({"id": id, "object": "model", "created": 0, "owned_by": source.name});
                 if model.detected {
                     entry["detected"] = json!(true);
                 }

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use super::auth::KeyEntry;
 use super::error::{ApiError, ErrorType};
 use super::{Gateway, Runtime};
+use crate::domain::MAX_MODEL_NAME_BYTES;
 
 /// A request as every front door receives it, before anything is checked.
 pub struct Incoming {
@@ -103,13 +104,65 @@ fn field_error(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     }
 }
 
+/// A client's `model`, at most [`MAX_MODEL_NAME_BYTES`]: a longer one is refused at the door
+/// (400 naming the field and the limit) before it can reach a log line or a metric label.
+#[derive(Debug, Clone)]
+pub struct ModelName<'a>(std::borrow::Cow<'a, str>);
+
+impl ModelName<'_> {
+    pub fn into_owned(self) -> String {
+        self.0.into_owned()
+    }
+}
+
+impl std::ops::Deref for ModelName<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ModelName<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = std::borrow::Cow<'de, str>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a model name (a string)")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(std::borrow::Cow::Borrowed(v))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(std::borrow::Cow::Owned(v.to_string()))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(std::borrow::Cow::Owned(v))
+            }
+        }
+        let name = de.deserialize_str(Visit)?;
+        if name.len() > MAX_MODEL_NAME_BYTES {
+            return Err(serde::de::Error::custom(format!(
+                "model names are at most {MAX_MODEL_NAME_BYTES} bytes (this one has {})",
+                name.len()
+            )));
+        }
+        Ok(ModelName(name))
+    }
+}
+
 /// The Chat Completions fields the gateway checks before any adapter sees the request;
 /// everything else passes through untouched. Most fields exist only to be type-checked.
 #[allow(dead_code)]
 #[derive(Debug, Deserialize)]
 pub struct ChatRequest<'a> {
     #[serde(borrow)]
-    pub model: std::borrow::Cow<'a, str>,
+    pub model: ModelName<'a>,
     pub messages: Vec<Message>,
     #[serde(default)]
     pub stream: Option<bool>,
@@ -220,10 +273,24 @@ mod tests {
     }
 
     #[test]
+    fn a_model_name_past_the_limit_is_refused_naming_the_field() {
+        let long = "m".repeat(MAX_MODEL_NAME_BYTES + 1);
+        let e = err(&format!(r#"{{"model":"{long}","messages":[]}}"#));
+        assert_eq!(e.param.as_deref(), Some("model"));
+        assert!(e.message.contains("at most 256 bytes"), "{}", e.message);
+        let ok = "m".repeat(MAX_MODEL_NAME_BYTES);
+        let body = format!(r#"{{"model":"{ok}","messages":[]}}"#);
+        assert_eq!(parse_json::<ChatRequest>(body.as_bytes()).unwrap().model.len(), MAX_MODEL_NAME_BYTES);
+        // An escaped name is read (owned) and checked the same way.
+        let body = r#"{"model":"gpt\u002d4o","messages":[]}"#;
+        assert_eq!(&*parse_json::<ChatRequest>(body.as_bytes()).unwrap().model, "gpt-4o");
+    }
+
+    #[test]
     fn accepts_parts_and_unknown_fields() {
         let body = r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"logit_bias":{},"stream":true}"#;
         let req = parse_json::<ChatRequest>(body.as_bytes()).unwrap();
         assert!(req.streaming());
-        assert_eq!(req.model, "m");
+        assert_eq!(&*req.model, "m");
     }
 }

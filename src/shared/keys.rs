@@ -37,6 +37,12 @@ impl Keys {
         format!("{}:probe:{}{SEP}{}", self.prefix, slot.source, slot.model)
     }
 
+    /// The claim a live replica holds on its name (counters are kept per replica name, so two
+    /// live replicas of one name would overwrite each other's).
+    pub fn replica_claim(&self, name: &str) -> String {
+        format!("{}:replica:{}", self.prefix, name)
+    }
+
     /// Hash: slot (JSON) → its health (JSON), for replicas that were away.
     pub fn cooldowns(&self) -> String {
         format!("{}:cooldowns", self.prefix)

@@ -33,6 +33,11 @@ const CLAIM_TIMEOUT: Duration = Duration::from_millis(250);
 const MAX_RUNTIME_BYTES: usize = 16 << 20;
 /// Most own changes carried from one sync to the next while Redis is away.
 const MAX_OUTBOX: usize = 10_000;
+/// The shortest life of a replica's claim on its name.
+const MIN_CLAIM_TTL: Duration = Duration::from_secs(3);
+/// How often a replica starting under a taken name looks whether the claim ran out.
+const CLAIM_RETRY: Duration = Duration::from_millis(250);
+
 /// How long a runtime file this replica refused waits before it is read again.
 const RUNTIME_RETRY: Duration = Duration::from_secs(2);
 /// Most cooldowns taken from Redis in one read.
@@ -99,12 +104,16 @@ pub struct Shared {
     cooldowns_seen: std::sync::atomic::AtomicU64,
     /// Exchanges completed with Redis (for the admin API: a test or an operator sees syncs go by).
     syncs: std::sync::atomic::AtomicU64,
+    /// Another live process holds this replica's name (reported once until it clears).
+    name_conflict: std::sync::atomic::AtomicBool,
 }
 
 /// How a replica's link to the others stands, as the admin API shows it.
 #[derive(Debug, serde::Serialize)]
 pub struct Status {
     pub name: String,
+    /// Another live replica has this name (its counters and this one's overwrite each other).
+    pub name_conflict: bool,
     pub reachable: bool,
     pub syncs: u64,
     pub runtime_version: u64,
@@ -131,6 +140,7 @@ impl Shared {
             runtime_unsent: Default::default(),
             publish_seq: Default::default(),
             published: Default::default(),
+            name_conflict: Default::default(),
             config,
         }))
     }
@@ -143,6 +153,7 @@ impl Shared {
         use std::sync::atomic::Ordering::Relaxed;
         Status {
             name: self.config.replica.clone(),
+            name_conflict: self.name_conflict.load(Relaxed),
             reachable: self.reachable(),
             syncs: self.syncs.load(Relaxed),
             runtime_version: self.runtime_version.load(Relaxed),
@@ -179,6 +190,67 @@ impl Shared {
         match tokio::time::timeout(Duration::from_secs(1), self.sync(&mut conn, replica)).await {
             Ok(Ok(())) => tracing::info!("sent this replica's last counts to the others"),
             _ => tracing::warn!("this replica's last counts did not reach the others"),
+        }
+        // The name is free for a replacement at once (only this process's own claim).
+        let _: Result<i64, _> = redis::cmd("EVAL")
+            .arg("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0")
+            .arg(1)
+            .arg(self.keys.replica_claim(&self.config.replica))
+            .arg(&self.instance)
+            .query_async(&mut conn)
+            .await;
+    }
+
+    /// How long a replica's claim on its name lives without being renewed (each sync renews it).
+    fn claim_ttl(&self) -> Duration {
+        (self.config.sync * 3).max(MIN_CLAIM_TTL)
+    }
+
+    /// Takes this replica's name, or renews it: true when this process holds it now, false
+    /// when another live process does.
+    async fn claim_name(&self, conn: &mut ConnectionManager) -> redis::RedisResult<bool> {
+        const SCRIPT: &str = "local held = redis.call('GET', KEYS[1])
+            if held == false or held == ARGV[1] then
+                redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end
+            return 0";
+        let held: i64 = redis::cmd("EVAL")
+            .arg(SCRIPT)
+            .arg(1)
+            .arg(self.keys.replica_claim(&self.config.replica))
+            .arg(&self.instance)
+            .arg(self.claim_ttl().as_millis() as u64)
+            .query_async(conn)
+            .await?;
+        Ok(held == 1)
+    }
+
+    /// At start: refuses to run under a name another live replica holds (their counters would
+    /// overwrite each other's, and quotas and rpm would stop being shared). A claim left by a
+    /// process that died expires within its lifetime: it is waited out. Without Redis now, the
+    /// first sync that reaches it checks instead.
+    pub async fn claim_name_at_start(&self) -> Result<(), String> {
+        let Some(mut conn) = self.connection().await else { return Ok(()) };
+        // A live holder renews its claim every sync; a dead one's runs out within the TTL.
+        let deadline = tokio::time::Instant::now() + self.claim_ttl() + self.config.sync;
+        loop {
+            match self.claim_name(&mut conn).await {
+                Ok(true) => return Ok(()),
+                Ok(false) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(CLAIM_RETRY).await;
+                }
+                Ok(false) => {
+                    return Err(format!(
+                        "another live replica is named `{name}` on this Redis (shared_state.prefix `{prefix}`): replicas of one name overwrite each other's counters, so quotas and rpm would not be shared. Give each replica its own name: shared_state.replica (e.g. {name}-2); it defaults to the host name",
+                        name = self.config.replica,
+                        prefix = self.config.prefix,
+                    ));
+                }
+                // Redis went away meanwhile: the syncs check when it is back.
+                Err(e) => {
+                    self.link.failed(&e.to_string());
+                    return Ok(());
+                }
+            }
         }
     }
 
@@ -431,6 +503,16 @@ impl Shared {
             own.counters.prune(now);
             (own.counters.take_dirty(), std::mem::take(&mut own.outbox), std::mem::take(&mut own.released))
         };
+        // Renewed with every sync; a name another live process holds is reported, loudly.
+        let held = self.claim_name(conn).await;
+        if matches!(held, Ok(false)) && !self.name_conflict.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::error!(
+                replica = %crate::logsafe::Escaped(&self.config.replica),
+                "another live replica has this replica's name: their counters overwrite each other's, so quotas and rpm are not shared; give each its own shared_state.replica"
+            );
+        } else if matches!(held, Ok(true)) {
+            self.name_conflict.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
         let mut pipe = redis::pipe();
         for sent in &totals {
             pipe.cmd("HSET").arg(&sent.key).arg(&self.config.replica).arg(sent.total).ignore();

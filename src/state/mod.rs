@@ -115,7 +115,10 @@ pub(crate) enum Change {
     Log(Box<LogRow>),
     PruneLogs(u64),
     Response(Box<StoredResponse>),
-    DeleteResponse(String),
+    /// (owner, id)
+    DeleteResponse(String, String),
+    /// Every turn of the key with this id.
+    DeleteOwnerResponses(String),
     PruneResponses(u64),
 }
 
@@ -196,8 +199,19 @@ impl StateStore {
         self.send(Change::Response(Box::new(stored)));
     }
 
-    pub fn delete_response(&self, id: &str) {
-        self.send(Change::DeleteResponse(id.to_string()));
+    pub fn delete_response(&self, owner: &str, id: &str) {
+        self.send(Change::DeleteResponse(owner.to_string(), id.to_string()));
+    }
+
+    /// Forgets every turn stored by the key with id `owner`.
+    pub fn delete_owner_responses(&self, owner: &str) {
+        self.send(Change::DeleteOwnerResponses(owner.to_string()));
+    }
+
+    /// Bytes each key id stored since `since_ms` (blocking).
+    pub fn stored_response_bytes(&self, since_ms: u64) -> Result<Vec<(String, u64)>, StateError> {
+        self.flush();
+        self.read(|c| responses::stored_bytes(c, since_ms))
     }
 
     /// Deletes stored responses created before `before_ms`.
@@ -207,12 +221,12 @@ impl StateStore {
 
     /// A stored response by id. Blocking: a miss waits for the batch in flight and looks again,
     /// so a turn stored a moment ago is found.
-    pub fn response(&self, id: &str) -> Result<Option<StoredResponse>, StateError> {
-        if let Some(found) = self.read(|c| responses::get(c, id))? {
+    pub fn response(&self, owner: &str, id: &str) -> Result<Option<StoredResponse>, StateError> {
+        if let Some(found) = self.read(|c| responses::get(c, owner, id))? {
             return Ok(Some(found));
         }
         self.flush();
-        self.read(|c| responses::get(c, id))
+        self.read(|c| responses::get(c, owner, id))
     }
 
     /// Runs a read-only query on its own connection (WAL readers never wait for the writer).
@@ -560,7 +574,11 @@ fn apply(tx: &rusqlite::Transaction<'_>, change: Change) -> rusqlite::Result<()>
         }
         Change::Log(row) => logs::insert(tx, &row)?,
         Change::Response(stored) => responses::insert(tx, &stored)?,
-        Change::DeleteResponse(id) => responses::delete(tx, &id)?,
+        Change::DeleteResponse(owner, id) => responses::delete(tx, &owner, &id)?,
+        Change::DeleteOwnerResponses(owner) => {
+            let deleted = responses::delete_owner(tx, &owner)?;
+            tracing::info!(deleted, "a deleted key's stored responses deleted");
+        }
         Change::PruneResponses(before) => {
             let pruned = responses::prune(tx, before)?;
             if pruned > 0 {

@@ -147,7 +147,14 @@ pub struct Update {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Message {
     pub chat: Chat,
+    /// The sender (absent for messages sent on behalf of a channel).
+    pub from: Option<User>,
     pub text: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct User {
+    pub id: i64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -158,6 +165,8 @@ pub struct Chat {
 #[derive(Debug, Clone, Deserialize)]
 pub struct CallbackQuery {
     pub id: String,
+    /// Who pressed the button.
+    pub from: Option<User>,
     pub message: Option<Message>,
     pub data: Option<String>,
 }

@@ -45,6 +45,7 @@ pub struct Bot {
     admin: replies::Admin,
     api: BotApi,
     allowed: HashSet<i64>,
+    allowed_users: HashSet<i64>,
     poll_timeout: Duration,
     alert_every: Duration,
     pause: Arc<dyn Pause>,
@@ -60,6 +61,7 @@ impl Bot {
             admin: replies::Admin::new(crate::server::admin_service(gateway.clone()), token),
             api: BotApi::new(&config.api_base, config.bot_token.expose()),
             allowed: config.allowed_chats.iter().copied().collect(),
+            allowed_users: config.allowed_users.iter().copied().collect(),
             poll_timeout: Duration::from_secs(config.poll_timeout_seconds),
             alert_every: Duration::from_secs(config.alert_check_seconds),
             pause,
@@ -122,10 +124,12 @@ impl Bot {
 
     /// One command message or button press; anything from a chat not allowed is ignored.
     pub async fn handle(&self, update: Update) {
-        let (chat, text, callback) = match (update.message, update.callback_query) {
-            (Some(message), _) => (message.chat.id, message.text.unwrap_or_default(), None),
+        let (chat, sender, text, callback) = match (update.message, update.callback_query) {
+            (Some(message), _) => (message.chat.id, message.from.map(|u| u.id), message.text.unwrap_or_default(), None),
             (None, Some(query)) => match query.message {
-                Some(message) => (message.chat.id, query.data.unwrap_or_default(), Some(query.id)),
+                Some(message) => {
+                    (message.chat.id, query.from.map(|u| u.id), query.data.unwrap_or_default(), Some(query.id))
+                }
                 None => return,
             },
             (None, None) => return,
@@ -135,6 +139,11 @@ impl Bot {
             if strangers.len() < MAX_LOGGED_STRANGERS && strangers.insert(chat) {
                 tracing::warn!(chat, "telegram: ignoring a chat not in telegram.allowed_chats");
             }
+            return;
+        }
+        // In a group every member could command the gateway; `allowed_users` narrows it to people.
+        if !self.allowed_users.is_empty() && !sender.is_some_and(|id| self.allowed_users.contains(&id)) {
+            tracing::warn!(chat, sender, "telegram: ignoring a sender not in telegram.allowed_users");
             return;
         }
         let Some(command) = parse(&text) else { return };

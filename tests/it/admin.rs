@@ -92,7 +92,8 @@ async fn every_documented_path_exists_and_needs_the_token() {
                 .send()
                 .await
                 .unwrap();
-            assert_eq!(wrong.status(), 401, "{method} {path} with a gateway key");
+            // Wrong tokens from one address are throttled after ten (429 `too_many_failed_logins`).
+            assert!(matches!(wrong.status().as_u16(), 401 | 429), "{method} {path} with a gateway key");
         }
     }
     let (status, _) = admin.send(reqwest::Method::GET, "/admin/api/nothing-here", None).await;

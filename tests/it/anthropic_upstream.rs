@@ -7,8 +7,10 @@ use serde_json::{Value, json};
 use crate::support::{MockUpstream, TestGateway, assemble, config_with, openai_events};
 
 async fn gateway(mock: &MockUpstream) -> TestGateway {
+    // Whole answers asked as sent: these tests read each adapter's JSON path (the default,
+    // a whole answer put together from a stream, is tests/it/whole_answers.rs).
     let sources = format!(
-        "sources:\n  - name: claude\n    base_url: {}\n    api_key: sk-ant-upstream-0123456789\n    adapter: anthropic\n    models:\n      - name: text\n        upstream: claude-text\n      - name: tools\n        upstream: claude-tools\n      - name: thinking\n        upstream: claude-thinking\n      - name: overloaded\n        upstream: claude-overloaded\n      - name: cut\n        upstream: claude-cut\n      - name: midstream\n        upstream: claude-midstream-error\n",
+        "sources:\n  - name: claude\n    base_url: {}\n    stream_whole_answers: false\n    api_key: sk-ant-upstream-0123456789\n    adapter: anthropic\n    models:\n      - name: text\n        upstream: claude-text\n      - name: tools\n        upstream: claude-tools\n      - name: thinking\n        upstream: claude-thinking\n      - name: overloaded\n        upstream: claude-overloaded\n      - name: cut\n        upstream: claude-cut\n      - name: midstream\n        upstream: claude-midstream-error\n",
         mock.url
     );
     TestGateway::start(&config_with(&sources)).await

@@ -7,8 +7,10 @@ use crate::support::mock::DEEPSEEK_JSON;
 use crate::support::{MockUpstream, TestGateway, assemble, config_with, openai_events};
 
 async fn gateway(mock: &MockUpstream) -> TestGateway {
+    // Whole answers asked as sent: these tests read each adapter's JSON path (the default,
+    // a whole answer put together from a stream, is tests/it/whole_answers.rs).
     let sources = format!(
-        "sources:\n  - name: ds\n    base_url: {}\n    api_key: sk-ds-0123456789\n    adapter: deepseek\n    models: [{{name: deepseek-reasoner, upstream: deepseek-fixture}}]\n",
+        "sources:\n  - name: ds\n    base_url: {}\n    stream_whole_answers: false\n    api_key: sk-ds-0123456789\n    adapter: deepseek\n    models: [{{name: deepseek-reasoner, upstream: deepseek-fixture}}]\n",
         mock.url
     );
     TestGateway::start(&config_with(&sources)).await

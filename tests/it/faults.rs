@@ -206,8 +206,18 @@ async fn s06_a_silent_upstream_is_bounded_by_the_timeout_of_its_kind() {
     assert_eq!(served_by(&gw, false).await, FALLBACK.model);
     let waited = time_on_primary(&primary, &fallback, 1);
     assert!(
+        secs(0.25) <= waited && waited < secs(1.0),
+        "a whole answer is asked as a stream: its silence is bounded by first_byte_timeout_seconds (0.3 s) too; waited {waited:?}"
+    );
+
+    // Asked as sent (`stream_whole_answers: false`): the whole request's timeout_seconds.
+    let settings = ["first_byte_timeout_seconds: 0.3", "timeout_seconds: 1", "stream_whole_answers: false"];
+    let gw = TestGateway::start(&pair_config(&primary, &fallback, NEVER_COOL, &settings)).await;
+    assert_eq!(served_by(&gw, false).await, FALLBACK.model);
+    let waited = time_on_primary(&primary, &fallback, 2);
+    assert!(
         secs(0.95) <= waited && waited < secs(2.5),
-        "a non-streaming request waits timeout_seconds (1 s) for its whole answer; waited {waited:?}"
+        "a non-streaming request sent as such waits timeout_seconds (1 s) for its whole answer; waited {waited:?}"
     );
 }
 

@@ -8,8 +8,10 @@ use crate::support::{MockUpstream, TestGateway, assemble, config_with, openai_ev
 
 async fn gateway(mock: &MockUpstream) -> TestGateway {
     let root = mock.url.trim_end_matches("/v1");
+    // Whole answers asked as sent: these tests read each adapter's JSON path (the default,
+    // a whole answer put together from a stream, is tests/it/whole_answers.rs).
     let sources = format!(
-        "sources:\n  - name: google\n    base_url: {root}/v1beta\n    api_key: AIza-upstream-0123456789\n    adapter: gemini\n    models: [{{name: gemini-text}}, {{name: gemini-tools}}, {{name: gemini-quota}}, {{name: gemini-cut}}]\n"
+        "sources:\n  - name: google\n    base_url: {root}/v1beta\n    stream_whole_answers: false\n    api_key: AIza-upstream-0123456789\n    adapter: gemini\n    models: [{{name: gemini-text}}, {{name: gemini-tools}}, {{name: gemini-quota}}, {{name: gemini-cut}}]\n"
     );
     TestGateway::start(&config_with(&sources)).await
 }

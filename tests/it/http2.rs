@@ -77,6 +77,7 @@ async fn hundreds_of_requests_share_one_client_connection_and_one_upstream_conne
 sources:
   - name: h2
     base_url: {}
+    stream_whole_answers: false
     http_version: http2
     max_concurrent: 1000
     models: [{{name: m}}]
@@ -120,7 +121,7 @@ async fn a_source_left_on_auto_speaks_http1_to_a_plain_http_upstream() {
     // `auto` does not guess h2c (most plain-HTTP upstreams, Ollama or llama.cpp, speak only 1.1).
     let upstream = H2Upstream::start(1).await;
     let gw = TestGateway::start(&config_with(&format!(
-        "sources:\n  - name: plain\n    base_url: {}\n    models: [{{name: m}}]\n",
+        "sources:\n  - name: plain\n    base_url: {}\n    stream_whole_answers: false\n    models: [{{name: m}}]\n",
         upstream.url
     )))
     .await;
@@ -187,7 +188,7 @@ async fn closing_after_each_answer() -> (String, Arc<AtomicUsize>) {
 async fn a_closed_upstream_connection_is_replaced_for_the_next_request() {
     let (url, connections) = closing_after_each_answer().await;
     let gw = TestGateway::start(&config_with(&format!(
-        "sources:\n  - name: h2\n    base_url: {url}\n    http_version: http2\n    models: [{{name: m}}]\n"
+        "sources:\n  - name: h2\n    base_url: {url}\n    stream_whole_answers: false\n    http_version: http2\n    models: [{{name: m}}]\n"
     )))
     .await;
     for round in 1..=3 {
@@ -211,7 +212,7 @@ async fn an_unreachable_h2c_upstream_is_a_transport_error_naming_the_connect() {
     // A port nothing listens on: bound, then let go.
     let port = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap().port();
     let gw = TestGateway::start(&config_with(&format!(
-        "sources:\n  - name: h2\n    base_url: http://127.0.0.1:{port}/v1\n    http_version: http2\n    models: [{{name: m}}]\n"
+        "sources:\n  - name: h2\n    base_url: http://127.0.0.1:{port}/v1\n    stream_whole_answers: false\n    http_version: http2\n    models: [{{name: m}}]\n"
     )))
     .await;
     let answer = gw.chat(chat_body("m", false)).await;
@@ -262,7 +263,7 @@ async fn an_answer_reset_mid_way_on_the_h2c_connection_is_a_failure_not_a_succes
     let reset = Arc::new(tokio::sync::Notify::new());
     let (url, connections) = resetting_mid_answer(reset.clone()).await;
     let gw = TestGateway::start(&config_with(&format!(
-        "sources:\n  - name: h2\n    base_url: {url}\n    http_version: http2\n    models: [{{name: m}}, {{name: n}}]\n"
+        "sources:\n  - name: h2\n    base_url: {url}\n    stream_whole_answers: false\n    http_version: http2\n    models: [{{name: m}}, {{name: n}}]\n"
     )))
     .await;
     // A stream: the first chunk passes; after the reset, an error event and no `[DONE]`.

@@ -54,8 +54,8 @@ async fn answered_requests_and_their_state_survive_kill_dash_nine() {
 cooldown: {{transient_base_ms: 600000}}
 keys: [{{name: tester, key: {KEY}, models: ['*']}}]
 sources:
-  - {{name: a, base_url: '{url}', models: [{{name: m, upstream: flaky}}]}}
-  - {{name: b, base_url: '{url}', models: [{{name: m, upstream: from-b}}]}}
+  - {{name: a, base_url: '{url}', stream_whole_answers: false, models: [{{name: m, upstream: flaky}}]}}
+  - {{name: b, base_url: '{url}', stream_whole_answers: false, models: [{{name: m, upstream: from-b}}]}}
 ",
             data = dir.path().display(),
             cache = crate::support::gateway::shared_cache().display(),

@@ -25,7 +25,10 @@ async fn lines_until(binary: &mut Binary, done: impl Fn(&str) -> bool) -> Vec<St
 }
 
 fn sources(mock: &MockUpstream) -> String {
-    format!("sources:\n  - {{name: mock, base_url: '{}', models: [{{name: fixture}}]}}\n", mock.url)
+    format!(
+        "sources:\n  - {{name: mock, base_url: '{}', stream_whole_answers: false, models: [{{name: fixture}}]}}\n",
+        mock.url
+    )
 }
 
 #[tokio::test]

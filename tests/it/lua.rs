@@ -28,7 +28,7 @@ fn pairs_yaml(mock: &MockUpstream) -> String {
         for prefix in ["", "lua-"] {
             let models: Vec<String> = models.iter().map(|(n, u)| format!("{{name: {n}, upstream: {u}}}")).collect();
             out.push_str(&format!(
-                "  - {{name: {prefix}{adapter}, adapter: {prefix}{adapter}, base_url: '{url}', api_key: sk-upstream-0123456789, models: [{}]}}\n",
+                "  - {{name: {prefix}{adapter}, adapter: {prefix}{adapter}, base_url: '{url}', stream_whole_answers: false, api_key: sk-upstream-0123456789, models: [{}]}}\n",
                 models.join(", ")
             ));
         }
@@ -125,7 +125,7 @@ async fn with_scripts(mock: &MockUpstream, scripts: &[(&str, &str)], extra: &str
     let mut models = String::new();
     for (name, _) in scripts {
         models.push_str(&format!(
-            "  - {{name: {name}, adapter: {name}, base_url: '{}', api_key: sk-acme-secret-0001, models: [{{name: {name}-m, upstream: 'say:hello there'}}, {{name: {name}-g, upstream: gated}}]}}\n",
+            "  - {{name: {name}, adapter: {name}, base_url: '{}', stream_whole_answers: false, api_key: sk-acme-secret-0001, models: [{{name: {name}-m, upstream: 'say:hello there'}}, {{name: {name}-g, upstream: gated}}]}}\n",
             mock.url
         ));
     }

@@ -7,8 +7,10 @@ use serde_json::{Value, json};
 use crate::support::{KEY, MockUpstream, TestGateway, anthropic_events, assemble, config_with, openai_events};
 
 async fn gateway(mock: &MockUpstream) -> TestGateway {
+    // Whole answers asked as sent: these tests read each adapter's JSON path (the default,
+    // a whole answer put together from a stream, is tests/it/whole_answers.rs).
     let sources = format!(
-        "sources:\n  - name: oai\n    base_url: {url}\n    models: [{{name: gpt, upstream: fixture}}, {{name: gpt-tools, upstream: tools}}, {{name: gpt-limited, upstream: error-429}}]\n  - name: claude\n    base_url: {url}\n    adapter: anthropic\n    models: [{{name: claude, upstream: claude-text}}, {{name: claude-tools, upstream: claude-tools}}]\n  - name: local\n    base_url: {root}\n    adapter: ollama\n    models: [{{name: llama-tools}}]\n  - name: google\n    base_url: {root}/v1beta\n    adapter: gemini\n    models: [{{name: gemini-tools}}]\n",
+        "sources:\n  - name: oai\n    base_url: {url}\n    stream_whole_answers: false\n    models: [{{name: gpt, upstream: fixture}}, {{name: gpt-tools, upstream: tools}}, {{name: gpt-limited, upstream: error-429}}]\n  - name: claude\n    base_url: {url}\n    stream_whole_answers: false\n    adapter: anthropic\n    models: [{{name: claude, upstream: claude-text}}, {{name: claude-tools, upstream: claude-tools}}]\n  - name: local\n    base_url: {root}\n    stream_whole_answers: false\n    adapter: ollama\n    models: [{{name: llama-tools}}]\n  - name: google\n    base_url: {root}/v1beta\n    stream_whole_answers: false\n    adapter: gemini\n    models: [{{name: gemini-tools}}]\n",
         url = mock.url,
         root = mock.url.trim_end_matches("/v1")
     );

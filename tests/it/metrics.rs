@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::support::{MockUpstream, TestGateway, body_text, chat_body, mock_source};
 
 async fn scrape(gw: &TestGateway) -> Scrape {
-    let response = reqwest::get(format!("{}/metrics", gw.url)).await.unwrap();
+    let response = gw.scrape_metrics().await;
     assert_eq!(response.status(), 200);
     let text = response.text().await.unwrap();
     let lines = text.lines().map(|l| Ok(l.to_string()));
@@ -148,7 +148,7 @@ async fn metrics_can_move_to_their_own_address_or_be_turned_off() {
     let yaml = format!("metrics: {{listen: '127.0.0.1:{port}'}}\n{}", mock_source(&mock, &["say:hi"]));
     let gw = TestGateway::start(&crate::support::config_with(&yaml)).await;
     assert_eq!(gw.chat(chat_body("say:hi", false)).await.status(), 200);
-    assert_eq!(reqwest::get(format!("{}/metrics", gw.url)).await.unwrap().status(), 404, "not on the main listener");
+    assert_eq!(gw.scrape_metrics().await.status(), 404, "not on the main listener");
     let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await.unwrap().text().await.unwrap();
     assert!(text.contains("switchyard_attempts_total{"), "{text}");
 
@@ -158,5 +158,5 @@ async fn metrics_can_move_to_their_own_address_or_be_turned_off() {
     )))
     .await;
     assert_eq!(off.chat(chat_body("say:hi", false)).await.status(), 200);
-    assert_eq!(reqwest::get(format!("{}/metrics", off.url)).await.unwrap().status(), 404);
+    assert_eq!(off.scrape_metrics().await.status(), 404);
 }

@@ -203,7 +203,7 @@ async fn ranked_fusion_returns_the_best_answer_verbatim_and_majority_vote_asks_f
     assert_eq!(content(gw.chat(ask("council", false)).await).await, "a much longer answer");
     let judge_request = seen(&mock).into_iter().find(|b| b["model"] == "judge").unwrap();
     assert!(judge_request["messages"][0]["content"].as_str().unwrap().contains("Rank the candidate answers"));
-    assert_eq!(judge_request["stream"], false);
+    assert_eq!(judge_request["stream"], true, "the judge's whole answer is asked as a stream");
     assert_eq!(streamed(gw.chat(ask("council", true)).await).await, "a much longer answer", "replayed as a stream");
 
     let mock = MockUpstream::start().await;

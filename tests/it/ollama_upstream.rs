@@ -7,8 +7,10 @@ use crate::support::{MockUpstream, TestGateway, assemble, config_with, openai_ev
 
 async fn gateway(mock: &MockUpstream) -> TestGateway {
     let root = mock.url.trim_end_matches("/v1");
+    // Whole answers asked as sent: these tests read each adapter's JSON path (the default,
+    // a whole answer put together from a stream, is tests/it/whole_answers.rs).
     let sources = format!(
-        "sources:\n  - name: local\n    base_url: {root}\n    adapter: ollama\n    models: [{{name: llama-text}}, {{name: llama-tools}}, {{name: llama-cut}}, {{name: llama-missing}}, {{name: llama-think}}]\n"
+        "sources:\n  - name: local\n    base_url: {root}\n    stream_whole_answers: false\n    adapter: ollama\n    models: [{{name: llama-text}}, {{name: llama-tools}}, {{name: llama-cut}}, {{name: llama-missing}}, {{name: llama-think}}]\n"
     );
     TestGateway::start(&config_with(&sources)).await
 }

@@ -19,8 +19,9 @@ async fn gateway(mock: &MockUpstream) -> TestGateway {
         "admin_token: {ADMIN}\nsources:\n\
          \x20 - name: claude\n    base_url: {url}\n    adapter: anthropic\n    api_key: {UPSTREAM_KEY}\n\
          \x20   settings: {{anthropic_beta: files-api-2025-04-14}}\n\
+         \x20   passthrough: {{fields: [a_field_from_next_year]}}\n\
          \x20   models: [{{name: claude, upstream: claude-code}}, {{name: either, upstream: claude-overloaded}}]\n\
-         \x20 - name: oai\n    base_url: {url}\n    models: [{{name: either, upstream: fixture}}]\n",
+         \x20 - name: oai\n    base_url: {url}\n    stream_whole_answers: false\n    models: [{{name: either, upstream: fixture}}]\n",
         url = mock.url
     );
     TestGateway::start(&config_with(&sources)).await
@@ -205,8 +206,12 @@ async fn count_tokens_asks_an_anthropic_upstream_and_estimates_elsewhere() {
     assert_eq!(seen.body["system"][1]["cache_control"]["type"], "ephemeral", "counted as sent");
     assert!(seen.headers["anthropic-beta"].to_str().unwrap().starts_with("token-counting-2024-11-01"));
 
-    let logged = gw.admin_json(ADMIN, "/admin/api/logs").await["total"].clone();
-    assert_eq!(logged, 0, "counting generates nothing: no log row");
+    let logged = gw.admin_json(ADMIN, "/admin/api/logs").await;
+    assert_eq!(logged["total"], 1, "the upstream call is logged: {logged}");
+    assert_eq!(
+        (logged["rows"][0]["mode"].as_str(), logged["rows"][0]["tokens_in"].as_u64()),
+        (Some("count_tokens"), Some(0))
+    );
 
     let unknown = count("gpt-only").await;
     assert_eq!(unknown.status(), 404, "an unknown model is refused as /v1/messages would");
@@ -339,7 +344,7 @@ async fn a_claude_code_turn_to_openai_and_gemini_upstreams_maps_as_documented() 
 async fn a_chat_client_reaches_an_openai_upstream_with_its_fields_and_headers_and_is_metered() {
     let mock = MockUpstream::start().await;
     let sources = format!(
-        "admin_token: {ADMIN}\nsources:\n  - {{name: oai, base_url: '{}', api_key: sk-oai-upstream-0001, models: [{{name: gpt, upstream: fixture}}, {{name: gpt-nodone, upstream: no-done}}]}}\n",
+        "admin_token: {ADMIN}\nsources:\n  - {{name: oai, base_url: '{}', stream_whole_answers: false, api_key: sk-oai-upstream-0001, models: [{{name: gpt, upstream: fixture}}, {{name: gpt-nodone, upstream: no-done}}]}}\n",
         mock.url
     );
     let gw = TestGateway::start(&config_with(&sources)).await;

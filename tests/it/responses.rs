@@ -13,7 +13,7 @@ use crate::support::{KEY, MockUpstream, TestGateway, config_with};
 
 async fn gateway(mock: &MockUpstream) -> TestGateway {
     let sources = format!(
-        "sources:\n  - {{name: oai, base_url: '{url}', models: [{{name: gpt, upstream: fixture}}, {{name: gpt-tools, upstream: tools}}, {{name: gpt-cut, upstream: cut}}]}}\n\
+        "sources:\n  - {{name: oai, base_url: '{url}', stream_whole_answers: false, models: [{{name: gpt, upstream: fixture}}, {{name: gpt-tools, upstream: tools}}, {{name: gpt-cut, upstream: cut}}]}}\n\
          \x20 - {{name: claude, base_url: '{url}', adapter: anthropic, models: [{{name: claude-tools, upstream: claude-tools}}, {{name: claude-cut}}]}}\n\
          \x20 - {{name: local, base_url: '{root}', adapter: ollama, models: [{{name: llama-tools}}]}}\n\
          \x20 - {{name: google, base_url: '{root}/v1beta', adapter: gemini, models: [{{name: gemini-tools}}]}}\n",
@@ -175,7 +175,7 @@ async fn a_codex_shaped_request_is_served_and_what_cannot_be_translated_is_dropp
 async fn functions_in_a_namespace_reach_a_chat_upstream_flat_and_come_back_in_their_namespace() {
     let mock = MockUpstream::start().await;
     let sources = format!(
-        "sources:\n  - {{name: oai, base_url: '{}', models: [{{name: gpt-call, upstream: call-last-tool}}]}}\n",
+        "sources:\n  - {{name: oai, base_url: '{}', stream_whole_answers: false, models: [{{name: gpt-call, upstream: call-last-tool}}]}}\n",
         mock.url
     );
     let gw = TestGateway::start(&config_with(&sources)).await;
@@ -242,7 +242,9 @@ async fn a_cut_upstream_stream_ends_in_exactly_one_response_failed() {
         assert_eq!(text, delivered, "{model}: what arrived before the cut was delivered");
         assert_eq!(terminal.len(), 1, "{model}: {terminal:?}");
         assert_eq!(terminal[0].0, "failed", "{model}");
-        assert_eq!(terminal[0].1["code"], "stream_truncated", "{model}: {:?}", terminal[0].1);
+        // One of the codes the Responses API defines; the gateway's own leads the message.
+        assert_eq!(terminal[0].1["code"], "server_error", "{model}: {:?}", terminal[0].1);
+        assert!(terminal[0].1["message"].as_str().unwrap().starts_with("stream_truncated: "), "{:?}", terminal[0].1);
     }
 }
 
@@ -253,8 +255,8 @@ const OTHER_KEY: &str = "sk-test-gateway-key-0002";
 async fn gateway_with_responses_upstream(mock: &MockUpstream) -> TestGateway {
     let yaml = config_with(&format!(
         "  - {{name: other, key: {OTHER_KEY}, models: [\"*\"]}}\nadmin_token: {ADMIN}\nsources:\n\
-         \x20 - {{name: codex, base_url: '{url}', adapter: openai-responses, api_key: sk-upstream-responses-0001, models: [{{name: gpt-5-codex, upstream: resp-tools}}, {{name: codex-cut, upstream: resp-cut}}, {{name: codex-failed, upstream: resp-failed}}]}}\n\
-         \x20 - {{name: oai, base_url: '{url}', models: [{{name: gpt, upstream: fixture}}]}}\n",
+         \x20 - {{name: codex, base_url: '{url}', stream_whole_answers: false, adapter: openai-responses, api_key: sk-upstream-responses-0001, models: [{{name: gpt-5-codex, upstream: resp-tools}}, {{name: codex-cut, upstream: resp-cut}}, {{name: codex-failed, upstream: resp-failed}}]}}\n\
+         \x20 - {{name: oai, base_url: '{url}', stream_whole_answers: false, models: [{{name: gpt, upstream: fixture}}]}}\n",
         url = mock.url
     ));
     TestGateway::start(&yaml).await
@@ -380,7 +382,7 @@ fn terminals(body: &str) -> (Vec<(String, u64)>, Vec<u64>) {
 async fn a_native_stream_cut_or_failed_upstream_ends_in_exactly_one_response_failed() {
     let mock = MockUpstream::start().await;
     let gw = gateway_with_responses_upstream(&mock).await;
-    for (model, code) in [("codex-cut", "stream_truncated"), ("codex-failed", "server_error")] {
+    for (model, code) in [("codex-cut", "server_error"), ("codex-failed", "server_error")] {
         let body = post_responses(&gw, KEY, &codex_request(model)).await.text().await.unwrap();
         let (terminal, sequence) = terminals(&body);
         assert_eq!(terminal.len(), 1, "{model}: {body}");
@@ -525,7 +527,7 @@ async fn stored_responses_continue_a_conversation_for_their_own_key_only() {
 async fn a_conversation_replayed_past_the_body_limit_is_refused_not_sent() {
     let mock = MockUpstream::start().await;
     let yaml = config_with(&format!(
-        "body_limit_mb: 1\nsources:\n  - {{name: oai, base_url: '{}', models: [{{name: gpt, upstream: fixture}}]}}\n",
+        "body_limit_mb: 1\nsources:\n  - {{name: oai, base_url: '{}', stream_whole_answers: false, models: [{{name: gpt, upstream: fixture}}]}}\n",
         mock.url
     ));
     let gw = TestGateway::start(&yaml).await;

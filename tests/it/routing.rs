@@ -25,8 +25,8 @@ keys:
   - {{name: tester, key: {KEY}, models: ['*']}}
   - {{name: narrow, key: sk-narrow-key-0002, models: [m]}}
 sources:
-  - {{name: a, base_url: '{url}', rpm: 100, models: [{{name: m, upstream: {a_upstream}}}]}}
-  - {{name: b, base_url: '{url}', models: [{{name: m, upstream: {b_upstream}}}]}}
+  - {{name: a, base_url: '{url}', stream_whole_answers: false, rpm: 100, models: [{{name: m, upstream: {a_upstream}}}]}}
+  - {{name: b, base_url: '{url}', stream_whole_answers: false, models: [{{name: m, upstream: {b_upstream}}}]}}
 ",
         cache = crate::support::gateway::shared_cache().display(),
         url = mock.url

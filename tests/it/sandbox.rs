@@ -17,7 +17,7 @@ async fn hostile_gateway(mock: &MockUpstream) -> TestGateway {
         "body_limit_mb: 1\nsandbox: {{memory_mb: 40, cpu_ms_per_call: 300, max_output_mb: 4}}\n\
          sources:\n\
          \x20 - name: evil\n    base_url: {url}\n    adapter: hostile\n    max_concurrent: 2\n    models: [{{name: loop}}, {{name: grow}}, {{name: trap}}, {{name: huge}}, {{name: snoop}}, {{name: ok}}]\n\
-         \x20 - name: good\n    base_url: {url}\n    models: [{{name: fixture}}]\n",
+         \x20 - name: good\n    base_url: {url}\n    stream_whole_answers: false\n    models: [{{name: fixture}}]\n",
         url = mock.url
     ));
     TestGateway::start_in(dir, &yaml).await

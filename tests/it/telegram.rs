@@ -67,10 +67,15 @@ impl BotMock {
 
     /// Queues a text message from `chat`, as Telegram's Update object carries it.
     fn say(&self, chat: i64, text: &str) {
+        self.say_as(chat, chat.abs(), text);
+    }
+
+    /// Queues a text message from user `sender` in `chat`.
+    fn say_as(&self, chat: i64, sender: i64, text: &str) {
         let id = self.state.next_id.fetch_add(1, Ordering::SeqCst);
         self.queue(json!({"update_id": id, "message": {"message_id": id, "date": 1733260000,
             "chat": {"id": chat, "type": if chat < 0 { "group" } else { "private" }},
-            "from": {"id": chat.abs(), "is_bot": false, "first_name": "Op"}, "text": text,
+            "from": {"id": sender, "is_bot": false, "first_name": "Op"}, "text": text,
             "entities": [{"type": "bot_command", "offset": 0, "length": text.split(' ').next().unwrap().len()}]}}));
     }
 
@@ -174,6 +179,7 @@ fn telegram(mock: &BotMock) -> TelegramConfig {
     TelegramConfig {
         bot_token: serde_yaml::from_str(&format!("'{TOKEN}'")).unwrap(),
         allowed_chats: vec![OPERATOR, GROUP],
+        allowed_users: Vec::new(),
         api_base: mock.url.clone(),
         poll_timeout_seconds: 1,
         alert_check_seconds: 5,
@@ -183,7 +189,7 @@ fn telegram(mock: &BotMock) -> TelegramConfig {
 /// `more_keys`: list items appended to the harness's `keys:` (after the `tester` key).
 fn gateway_yaml(upstream: &MockUpstream, more_keys: &str) -> String {
     config_with(&format!(
-        "{more_keys}admin_token: {ADMIN}\nsources:\n  - {{name: good, base_url: '{url}', models: [{{name: m, upstream: fixture}}]}}\n\
+        "{more_keys}admin_token: {ADMIN}\nsources:\n  - {{name: good, base_url: '{url}', stream_whole_answers: false, models: [{{name: m, upstream: fixture}}]}}\n\
          \x20 - {{name: flaky, base_url: '{url}', models: [{{name: f, upstream: error-500}}]}}\n",
         url = upstream.url
     ))
@@ -317,6 +323,28 @@ async fn every_command_acts_through_the_admin_api_and_strangers_get_nothing() {
     assert_eq!(bot_api.reply().await.1, "Order within a tier is now priority.");
     assert_eq!(gw.gateway.scheduler.selection(), ChannelSelection::Priority);
     assert!(waits.0.lock().unwrap().is_empty(), "nothing failed, so nothing waited");
+    running.abort();
+}
+
+#[tokio::test]
+async fn with_allowed_users_only_those_people_command_the_bot_in_a_group() {
+    let upstream = MockUpstream::start().await;
+    let gw = TestGateway::start(&gateway_yaml(&upstream, "")).await;
+    let mut bot_api = BotMock::start().await;
+    let config = TelegramConfig { allowed_users: vec![OPERATOR], ..telegram(&bot_api) };
+    let bot = Bot::new(gw.gateway.clone(), &config, Arc::new(Waits::default()));
+    let running = tokio::spawn(async move { bot.run().await });
+    // Another member of the allowed group: ignored; the operator in the same group: answered.
+    bot_api.say_as(GROUP, 777, "/mode smart");
+    bot_api.say_as(GROUP, OPERATOR, "/mode priority");
+    let (chat, text, _) = bot_api.reply().await;
+    assert_eq!((chat, text.as_str()), (GROUP, "Order within a tier is now priority."));
+    assert_eq!(gw.gateway.scheduler.selection(), ChannelSelection::Priority, "the member's /mode smart never ran");
+    // A button pressed by the member is ignored too.
+    bot_api.press(GROUP, "/mode order");
+    bot_api.say_as(GROUP, OPERATOR, "/mode priority");
+    assert_eq!(bot_api.reply().await.1, "Order within a tier is now priority.");
+    assert_eq!(gw.gateway.scheduler.selection(), ChannelSelection::Priority);
     running.abort();
 }
 

@@ -4,11 +4,13 @@ import { html, useState, useEffect, useRef } from '../lib.js';
 import { api, client } from '../api.js';
 import {
   Loading, ErrorBox, PageHeader, Card, Button, Field, Toggle, IconButton, toast, useAction,
-  fmtMs, fmtNum, hashLink, randomId,
+  fmtMs, fmtNum, hashLink,
 } from '../ui.js';
 
 const KEY = 'switchyard.playground_key';
 const MODEL = 'switchyard.playground_model';
+const PLAYGROUND_KEY = 'playground';
+const PLAYGROUND_QUOTA = 20000;
 const MAX_IMAGE = 20 * 1024 * 1024;
 
 const stored = (k) => { try { return sessionStorage.getItem(k) ?? ''; } catch { return ''; } };
@@ -89,13 +91,18 @@ function KeyCard({ keyValue, setKey }) {
     }
   }, [keyValue]);
   const [run, busy] = useAction();
+  // One playground key, made anew on each click (its old secret stops working), with a small
+  // hourly quota: clicks never pile up unlimited keys.
   const create = () => run(async () => {
-    const name = `playground-${randomId()}`;
-    const res = await api('POST', '/keys', { name, models: ['*'] });
+    const { keys } = await api('GET', '/keys');
+    if (keys.some((k) => k.name === PLAYGROUND_KEY)) await api('DELETE', `/keys/${PLAYGROUND_KEY}`);
+    const res = await api('POST', '/keys', {
+      name: PLAYGROUND_KEY, models: ['*'], token_quota: PLAYGROUND_QUOTA, period: 'hour',
+    });
     if (!res?.key) throw new Error('the gateway answered without a key');
     setKey(res.key);
-    return name;
-  }, (name) => `Created gateway key ${name}`);
+    return PLAYGROUND_KEY;
+  }, (name) => `Made gateway key ${name} (${PLAYGROUND_QUOTA.toLocaleString('en')} tokens an hour)`);
   return html`<div class="form-row">
     <${Field} label="Gateway key" class="grow" hint="Sent as a client would send it; kept in this tab only.">
       <input type=${show ? 'text' : 'password'} value=${typed} autocomplete="off" spellcheck="false" placeholder="sk-…"

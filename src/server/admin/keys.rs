@@ -14,33 +14,43 @@ use super::{body, conflict, not_found};
 use crate::config::{GroupName, KeyConfig, KeyName, RuntimeKey, mask};
 use crate::scheduler::PeriodName;
 use crate::server::Gateway;
-use crate::server::auth::digest_hex;
+use crate::server::auth::{digest_hex, id_of_digest_hex, id_of_secret};
 use crate::server::error::ApiError;
 
-fn key_json(gw: &Gateway, k: &KeyConfig, origin: &str, shown_key: String) -> Value {
+fn key_json(gw: &Gateway, k: &KeyConfig, id: Option<&str>, origin: &str, shown_key: String) -> Value {
     let quota = k.quota();
     json!({
         "name": k.name, "origin": origin, "key": shown_key, "models": k.models, "group": k.group,
         "token_quota": k.token_quota, "period": k.period, "hours": k.hours,
         "used": quota.map(|q| gw.scheduler.key_used(&k.name, q.period)),
         "resets_at_ms": quota.and_then(|q| gw.scheduler.window_end(q.period)).map(|t| t.0),
+        "stored_response_bytes_today": id.map(|id| gw.stored_budget.used(gw, id)),
     })
 }
 
 /// Every key in use: config.yaml's (secrets masked) and runtime ones (by their hint).
-fn all_keys(gw: &Gateway) -> Vec<Value> {
+async fn all_keys(gw: &Arc<Gateway>) -> Vec<Value> {
+    gw.stored_budget.load(gw).await;
     let runtime = gw.runtime();
-    let mut out: Vec<Value> = runtime.config.keys.iter().map(|k| key_json(gw, k, "config", k.key.masked())).collect();
-    out.extend(runtime.config.runtime_keys.iter().map(|k| key_json(gw, &k.as_key_config(), "runtime", k.hint.clone())));
+    let mut out: Vec<Value> = runtime
+        .config
+        .keys
+        .iter()
+        .map(|k| key_json(gw, k, Some(&id_of_secret(k.key.expose())), "config", k.key.masked()))
+        .collect();
+    out.extend(runtime.config.runtime_keys.iter().map(|k| {
+        let id = id_of_digest_hex(&k.key_sha256);
+        key_json(gw, &k.as_key_config(), id.as_deref(), "runtime", k.hint.clone())
+    }));
     out
 }
 
 pub async fn list(State(gw): State<Arc<Gateway>>) -> Json<Value> {
-    Json(json!({"keys": all_keys(&gw)}))
+    Json(json!({"keys": all_keys(&gw).await}))
 }
 
 pub async fn show(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
-    all_keys(&gw).into_iter().find(|k| k["name"] == name).map(Json).ok_or_else(|| not_found("key", &name))
+    all_keys(&gw).await.into_iter().find(|k| k["name"] == name).map(Json).ok_or_else(|| not_found("key", &name))
 }
 
 #[derive(Deserialize)]
@@ -152,22 +162,26 @@ pub async fn update(
     show(State(gw), Path(name)).await
 }
 
+/// `DELETE /admin/api/keys/{name}`: the key stops working, and what it stored (its Responses
+/// turns) is deleted with it.
 pub async fn delete(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
     let key_name = KeyName::new(name.clone());
-    gw.edit(|file, config| {
-        let before = file.keys.len();
-        file.keys.retain(|k| k.name != key_name);
-        if file.keys.len() < before {
-            return Ok(());
-        }
-        if !config.keys.iter().any(|k| k.name == key_name) {
-            return Err(not_found("key", &name));
-        }
-        file.key_scopes.remove(&key_name);
-        file.deleted_keys.push(key_name.clone());
-        Ok(())
-    })
-    .await?;
+    let owner = gw
+        .edit(|file, config| {
+            if let Some(at) = file.keys.iter().position(|k| k.name == key_name) {
+                return Ok(id_of_digest_hex(&file.keys.remove(at).key_sha256));
+            }
+            let Some(k) = config.keys.iter().find(|k| k.name == key_name) else {
+                return Err(not_found("key", &name));
+            };
+            file.key_scopes.remove(&key_name);
+            file.deleted_keys.push(key_name.clone());
+            Ok(Some(id_of_secret(k.key.expose())))
+        })
+        .await?;
+    if let Some(owner) = owner {
+        gw.state.delete_owner_responses(&owner);
+    }
     tracing::info!(key = %name, "admin deleted a key");
     Ok(StatusCode::NO_CONTENT)
 }

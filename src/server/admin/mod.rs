@@ -95,10 +95,39 @@ async fn json_errors(request: Request, next: Next) -> Response {
 }
 
 async fn require_admin(State(gw): State<Arc<Gateway>>, request: Request, next: Next) -> Response {
-    match authorize(&gw, request.headers()) {
+    // The bot calls in-process, with no peer address: only HTTP peers are throttled.
+    let peer = request.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+    match authorize_peer(&gw, request.headers(), peer) {
         Ok(()) => next.run(request).await,
         Err(e) => e.into_response(),
     }
+}
+
+/// [`authorize`], for a request from `peer`: a peer that sent too many wrong tokens lately is
+/// turned away (429) before its next token is even compared. A request without a token is not
+/// a guess: it gets its 401.
+pub(crate) fn authorize_peer(
+    gw: &Gateway,
+    headers: &HeaderMap,
+    peer: Option<std::net::IpAddr>,
+) -> Result<(), ApiError> {
+    let sent = headers.contains_key("x-admin-token") || headers.contains_key(header::AUTHORIZATION);
+    let Some(peer) = peer.filter(|_| sent) else { return authorize(gw, headers) };
+    let now = gw.scheduler.now();
+    if let Some(wait) = gw.auth_failures.wait(peer, now) {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorType::RateLimit,
+            "too many wrong admin tokens from this address; wait before trying again",
+        )
+        .code("too_many_failed_logins")
+        .retry_after(Some(wait)));
+    }
+    let verdict = authorize(gw, headers);
+    if verdict.as_ref().is_err_and(|e| e.status == StatusCode::UNAUTHORIZED) {
+        gw.auth_failures.failed(peer, now);
+    }
+    verdict
 }
 
 pub(crate) fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {

@@ -19,14 +19,17 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::{Map, Value};
 
+use super::books::{LogContext, LogMode};
 use super::call::{Answer, Call, Native};
 use super::dispatch::dispatch;
 use super::envelope::{FrontDoor, RequestId};
 use super::error::{ApiError, ErrorType};
 use super::request::{Incoming, check, parse_json};
+use super::ticket::Ticket;
 use crate::config::ModelKind;
 use crate::plugin::Operation;
 use crate::provider::{ChunkStream, Completion, Target};
+use crate::scheduler::SlotKey;
 
 /// The client protocols of this door, as adapters that forward them natively name them.
 pub const PROTOCOL: &str = "anthropic-messages";
@@ -110,12 +113,15 @@ fn translated(body: &Map<String, Value>, bytes: &[u8]) -> (String, Option<String
 /// `POST /v1/messages/count_tokens`: counted by the first Anthropic upstream serving the model
 /// (the request forwarded as sent); where none does, or it fails, the gateway's own estimate
 /// (the one that prices answers without usage), marked `x-switchyard-estimate: true`. The same
-/// checks and errors as `/v1/messages`; nothing is generated, logged or charged.
+/// checks and errors as `/v1/messages`, and the same gates as any attempt: a spent key is
+/// refused, cooling sources are skipped, a source's rpm and `max_concurrent` hold; each
+/// upstream call is logged (mode `count_tokens`, 0 tokens) and counted in the metrics.
 pub async fn count_tokens(
     Extension(RequestId(request_id)): Extension<RequestId>,
     mut incoming: Incoming,
 ) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
+    let gw = &incoming.gw;
     let body: Map<String, Value> = parse_json(&bytes)?;
     let checked = checked(&body)?;
     let (unified, unified_error) = translated(&body, &bytes);
@@ -132,26 +138,48 @@ pub async fn count_tokens(
         native: None,
         unified_error: None,
     };
-    let (_, candidates, _) = super::scope::plan_candidates(&key, &call)?;
+    let (route, candidates, _) = super::scope::plan_candidates(&key, &call)?;
+    // Counting generates nothing, but it is an upstream call on the operator's account.
+    let _admitted = super::admission::admit_tokens(gw, &key, 0)?;
+    let log = LogContext {
+        operation: COUNT_TOKENS_OPERATION,
+        ..LogContext::of(&call, &key, route.map(|r| r.alias.clone()), LogMode::CountTokens)
+    };
     let native = Native { protocol: COUNT_TOKENS, body: &bytes, headers: &incoming.headers };
-    for planned in candidates.iter().filter(|p| p.resolved.source.enabled) {
-        let Some(adapter) = incoming.gw.plugins.adapter(&planned.resolved.source.adapter) else { continue };
+    let plan = gw.scheduler.plan(candidates, call.model, None);
+    // A cooling source is not asked: a count proves nothing about its health either way.
+    for candidate in plan.candidates.iter().filter(|c| !c.probe && c.resolved.source.enabled) {
+        let source = candidate.resolved.source;
+        let Some(adapter) = gw.plugins.adapter(&source.adapter) else { continue };
         let Some(names) = adapter.native_headers(COUNT_TOKENS) else { continue };
-        let client = native.for_adapter(names);
+        let slot = SlotKey::of(&candidate.resolved);
+        let _ticket = match Ticket::admit(gw, &runtime.provider, candidate, &slot).await {
+            Ok(ticket) => ticket,
+            Err(not_now) => {
+                tracing::debug!(source = %source.name, "count_tokens: {not_now}");
+                continue;
+            }
+        };
+        let client = native.for_adapter(names, source);
         let target = Target {
-            source: planned.resolved.source,
-            model: planned.resolved.model,
+            source,
+            model: candidate.resolved.model,
             adapter: &adapter,
             operation: Operation::Chat,
             native: Some(&client),
         };
+        let started = std::time::Instant::now();
         match runtime.provider.complete(&target, "").await {
             Ok((Completion::Native { body, .. }, _)) => {
+                let mut row = log.row(gw, &slot, started);
+                (row.status, row.tokens_in, row.tokens_out) = (Some(200), Some(0), Some(0));
+                gw.log(row, &log);
                 return Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response());
             }
             Ok(_) => {}
             Err(e) => {
-                tracing::warn!(source = %planned.resolved.source.name, "count_tokens upstream failed, estimating: {e}");
+                log.failed(gw, &slot, started, &e);
+                tracing::warn!(source = %source.name, "count_tokens upstream failed, estimating: {e}");
                 break;
             }
         }
@@ -162,6 +190,9 @@ pub async fn count_tokens(
     let tokens = crate::provider::prompt_estimate(&unified);
     Ok(([(ESTIMATE_HEADER, "true")], axum::Json(serde_json::json!({"input_tokens": tokens}))).into_response())
 }
+
+/// The operation count_tokens attempts are logged and measured under.
+const COUNT_TOKENS_OPERATION: &str = "count_tokens";
 
 /// Anthropic SSE: events as unified chunks arrive; `message_stop` only after a complete stream,
 /// an `error` event after a failed one.

@@ -13,7 +13,7 @@ use crate::server::error::ApiError;
 #[derive(Debug, Deserialize)]
 pub struct MessagesRequest<'a> {
     #[serde(borrow)]
-    pub model: std::borrow::Cow<'a, str>,
+    pub model: crate::server::request::ModelName<'a>,
     pub max_tokens: Option<u64>,
     pub messages: Vec<Message>,
     #[serde(default)]

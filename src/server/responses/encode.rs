@@ -23,15 +23,29 @@ pub struct Echo {
 fn usage(unified: Option<&UsageJson>) -> Value {
     let u = unified.cloned().unwrap_or_default();
     let (input, output) = (u.prompt_tokens.unwrap_or(0), u.completion_tokens.unwrap_or(0));
-    let cached = u.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0);
+    let details = u.prompt_tokens_details.unwrap_or_default();
+    let (cached, written) = (details.cached_tokens.unwrap_or(0), details.cache_creation_tokens.unwrap_or(0));
     let reasoning = u.completion_tokens_details.and_then(|d| d.reasoning_tokens).unwrap_or(0);
+    // Every field the SDKs' typed `ResponseUsage` requires (openai-python ≥ 2.45 requires
+    // `cache_write_tokens`).
     json!({
         "input_tokens": input,
-        "input_tokens_details": {"cached_tokens": cached},
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": written},
         "output_tokens": output,
         "output_tokens_details": {"reasoning_tokens": reasoning},
         "total_tokens": input.saturating_add(output),
     })
+}
+
+/// A failed response's `error`: its `code` one the Responses API defines (the SDKs' typed
+/// `ResponseError` takes no other), the gateway's own code leading the message.
+fn failure(code: &str, message: &str) -> Value {
+    let api_code = match code {
+        "server_error" | "rate_limit_exceeded" => return json!({"code": code, "message": message}),
+        "rate_limited" | "insufficient_quota" | "rate_limit_error" | "key_quota_exceeded" => "rate_limit_exceeded",
+        _ => "server_error",
+    };
+    json!({"code": api_code, "message": format!("{code}: {message}")})
 }
 
 /// `completed`, or `incomplete` with its reason, from the unified finish reason.
@@ -113,6 +127,9 @@ struct Call {
     arguments: String,
 }
 
+/// Function calls one streamed answer may carry (as the books count them).
+const MAX_CALLS: usize = 128;
+
 /// The output item being written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Open {
@@ -132,7 +149,8 @@ pub struct StreamEncoder {
     done: Vec<Value>,
     text: String,
     reasoning: String,
-    calls: Vec<(u64, Call)>,
+    /// Function calls by their unified index, at most [`MAX_CALLS`]; true once closed.
+    calls: Vec<(u64, Call, bool)>,
     finish: Option<String>,
     usage: Option<UsageJson>,
 }
@@ -191,17 +209,25 @@ impl StreamEncoder {
         }
         for call in delta.tool_calls {
             let tool = call.index.unwrap_or(0);
-            if !self.calls.iter().any(|(i, _)| *i == tool) {
-                let fresh = Call {
-                    call_id: call.id.unwrap_or_default(),
-                    name: call.function.name.unwrap_or_default(),
-                    arguments: String::new(),
-                };
-                self.calls.push((tool, fresh));
+            // An upstream's calls come one after another: an index that comes back after its
+            // item closed, or one past the cap, is left out (re-sending a closed call, or
+            // keeping any number of them, would let one upstream grow the answer without bound).
+            match self.calls.iter().position(|(i, _, _)| *i == tool) {
+                Some(at) if self.calls[at].2 => continue,
+                Some(_) => {}
+                None if self.calls.len() >= MAX_CALLS => continue,
+                None => {
+                    let fresh = Call {
+                        call_id: call.id.unwrap_or_default(),
+                        name: call.function.name.unwrap_or_default(),
+                        arguments: String::new(),
+                    };
+                    self.calls.push((tool, fresh, false));
+                }
             }
             let (id, index) = self.ensure(Open::Call(tool), out);
             if let Some(fragment) = call.function.arguments.as_deref().filter(|f| !f.is_empty()) {
-                if let Some((_, c)) = self.calls.iter_mut().find(|(i, _)| *i == tool) {
+                if let Some((_, c, _)) = self.calls.iter_mut().find(|(i, _, _)| *i == tool) {
                     c.arguments.push_str(fragment);
                 }
                 self.event(json!({"type": "response.function_call_arguments.delta", "item_id": id, "output_index": index, "delta": fragment}), out);
@@ -224,7 +250,7 @@ impl StreamEncoder {
 
     /// After a failed stream: `response.failed` with the error; what was written stays written.
     pub fn fail(&mut self, code: &str, message: &str, out: &mut String) {
-        let error = json!({"code": code, "message": message});
+        let error = failure(code, message);
         let response =
             response(&self.echo, "failed", self.done.clone(), usage(self.usage.as_ref()), Value::Null, error);
         self.event(json!({"type": "response.failed", "response": response}), out);
@@ -254,7 +280,7 @@ impl StreamEncoder {
                 json!({"type": "message", "id": id, "status": "in_progress", "role": "assistant", "content": []})
             }
             Open::Call(i) => {
-                let call = self.calls.iter().find(|(n, _)| n == i).map(|(_, c)| c.clone()).unwrap_or_default();
+                let call = self.calls.iter().find(|(n, _, _)| n == i).map(|(_, c, _)| c.clone()).unwrap_or_default();
                 call_item(&self.echo, &id, &call, "in_progress")
             }
         };
@@ -285,7 +311,13 @@ impl StreamEncoder {
                 message_item(&id, &text, "completed")
             }
             Open::Call(i) => {
-                let call = self.calls.iter().find(|(n, _)| *n == i).map(|(_, c)| c.clone()).unwrap_or_default();
+                let at = self.calls.iter().position(|(n, _, _)| *n == i);
+                let call = at.map(|at| {
+                    self.calls[at].2 = true;
+                    // Closed for good: its arguments are not kept twice.
+                    std::mem::take(&mut self.calls[at].1)
+                });
+                let call = call.unwrap_or_default();
                 self.event(json!({"type": "response.function_call_arguments.done", "item_id": id, "output_index": index, "arguments": call.arguments}), out);
                 call_item(&self.echo, &id, &call, "completed")
             }
@@ -328,7 +360,7 @@ impl NativeTracker {
 
     /// The terminal `response.failed` event, numbered after the last one passed on.
     pub fn fail(&mut self, code: &str, message: &str) -> String {
-        let error = json!({"code": code, "message": message});
+        let error = failure(code, message);
         let response = response(&self.echo, "failed", Vec::new(), Value::Null, Value::Null, error);
         let event = json!({"type": "response.failed", "sequence_number": self.next_sequence, "response": response});
         self.next_sequence += 1;
@@ -413,7 +445,7 @@ mod tests {
         assert_eq!(done["output"][2]["name"], "pwd");
         assert_eq!(
             done["usage"],
-            json!({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4}, "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15})
+            json!({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4, "cache_write_tokens": 0}, "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15})
         );
     }
 
@@ -438,7 +470,8 @@ mod tests {
             (last["type"].as_str(), last["response"]["status"].as_str()),
             (Some("response.failed"), Some("failed"))
         );
-        assert_eq!(last["response"]["error"]["code"], "stream_truncated");
+        assert_eq!(last["response"]["error"]["code"], "server_error");
+        assert!(last["response"]["error"]["message"].as_str().unwrap().starts_with("stream_truncated: "));
 
         let unified = json!({"choices": [{"message": {"content": "Hal", "reasoning_content": "hmm"}, "finish_reason": "length"}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}});
         let object = response_object(&echo(), &serde_json::from_value(unified).unwrap());

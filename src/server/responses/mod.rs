@@ -24,6 +24,7 @@ use super::error::{ApiError, ErrorType};
 use super::request::{Incoming, check, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
+pub use store::StoredBudget;
 use store::Turn;
 
 /// The client protocol of this door, as adapters that forward it natively name it.
@@ -36,13 +37,28 @@ pub async fn responses(
     let (runtime, key, bytes) = incoming.arrive().await?;
     let gw = incoming.gw.clone();
     let mut raw: Map<String, Value> = parse_json(&bytes)?;
-    let checked: request::ResponsesRequest = check(&raw)?;
+    let checked = {
+        let checked: request::ResponsesRequest = check(&raw)?;
+        request::Checked::from(checked)
+    };
     tracing::Span::current().record("model", &*checked.model);
     let input = request::input_items(&raw)?;
     // A continued conversation is replayed whole: the upstream never needs to have kept it.
     let mut forwarded = bytes.clone();
+    // Stored unless the client says `store: false`; a turn that cannot be stored (too large,
+    // or the key's bytes for today are spent) is refused when the client asked for it
+    // explicitly, and otherwise served unstored, the answer saying why.
+    let mut store = checked.store.unwrap_or(true);
+    let mut not_stored = None;
+    if store && let Some(refused) = store::refusal(&gw, &key.id, bytes.len()).await {
+        if checked.store == Some(true) {
+            return Err(refused);
+        }
+        tracing::info!("responses: this turn is not stored: {}", refused.message);
+        (store, not_stored) = (false, Some(refused.code.unwrap_or_default()));
+    }
     if let Some(previous) = &checked.previous_response_id {
-        let mut items = store::history(&gw, key.name.as_str(), previous, gw.settings.body_limit_bytes).await?;
+        let mut items = store::history(&gw, &key.id, previous, gw.settings.body_limit_bytes).await?;
         items.extend(input.iter().cloned());
         raw.insert("input".into(), Value::Array(items));
         raw.remove("previous_response_id");
@@ -58,12 +74,14 @@ pub async fn responses(
         Value::Null => String::from_utf8_lossy(&forwarded).into_owned(),
         unified => unified.to_string(),
     };
-    let turn = Turn {
+    let mut turn = Turn {
         gw: gw.clone(),
+        owner: key.id.clone(),
         key: key.name.to_string(),
         previous: checked.previous_response_id.clone(),
         input,
-        store: checked.store.unwrap_or(true),
+        store,
+        translated: true,
     };
     let call = Call {
         model: &checked.model,
@@ -79,7 +97,7 @@ pub async fn responses(
         unified_error: unified_error.as_deref(),
     };
     let echo = encode::Echo {
-        model: checked.model.to_string(),
+        model: checked.model.clone(),
         id: format!("resp_{request_id}"),
         created_at: gw.scheduler.now().0 / 1000,
         previous_response_id: checked.previous_response_id.clone(),
@@ -91,6 +109,7 @@ pub async fn responses(
     // Only a translated answer lost them; a Responses upstream got the request whole.
     let native =
         matches!(&reply.answer, Answer::Native(_)) || matches!(&reply.answer, Answer::Stream(c) if c.is_native());
+    turn.translated = !native;
     if !native && (!dropped.tools.is_empty() || !dropped.items.is_empty()) {
         tracing::warn!(tools = ?dropped.tools, items = ?dropped.items, "responses: built-in tools and input items a chat upstream cannot take were left out");
     }
@@ -114,21 +133,27 @@ pub async fn responses(
         Answer::Stream(chunks) => sse_response(chunks, echo, turn),
     };
     response.headers_mut().extend(reply.headers);
+    if let Some(why) = not_stored.and_then(|code| axum::http::HeaderValue::from_str(&code).ok()) {
+        response.headers_mut().insert(NOT_STORED_HEADER, why);
+    }
     Ok(response)
 }
+
+/// Says a turn asked to be stored (by default) was not, and why (the refusal's code).
+const NOT_STORED_HEADER: &str = "x-switchyard-not-stored";
 
 /// `GET /v1/responses/{id}`: a stored response, to the key that made it.
 pub async fn retrieve(Path(id): Path<String>, mut incoming: Incoming) -> Result<Response, ApiError> {
     let (_, key, _) = incoming.arrive().await?;
-    let stored = store::owned(&incoming.gw, key.name.as_str(), &id).await?;
+    let stored = store::owned(&incoming.gw, &key.id, &id).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], stored.response).into_response())
 }
 
 /// `DELETE /v1/responses/{id}`: forgets a stored response (the key that made it only).
 pub async fn delete(Path(id): Path<String>, mut incoming: Incoming) -> Result<Response, ApiError> {
     let (_, key, _) = incoming.arrive().await?;
-    store::owned(&incoming.gw, key.name.as_str(), &id).await?;
-    incoming.gw.state.delete_response(&id);
+    store::owned(&incoming.gw, &key.id, &id).await?;
+    incoming.gw.state.delete_response(&key.id, &id);
     // Gone once this answers: a read right after must not find it.
     let state = incoming.gw.state.clone();
     let _ = tokio::task::spawn_blocking(move || state.flush()).await;

@@ -12,8 +12,9 @@ use crate::server::error::ApiError;
 /// in shape: nothing large is copied; the rest is read from the JSON value).
 #[allow(dead_code)] // fields exist to be type-checked
 #[derive(Debug, Deserialize)]
-pub struct ResponsesRequest {
-    pub model: String,
+pub struct ResponsesRequest<'a> {
+    #[serde(borrow)]
+    pub model: crate::server::request::ModelName<'a>,
     pub instructions: Option<String>,
     #[serde(default)]
     pub stream: bool,
@@ -24,6 +25,25 @@ pub struct ResponsesRequest {
     pub parallel_tool_calls: Option<bool>,
     pub previous_response_id: Option<String>,
     pub store: Option<bool>,
+}
+
+/// What the door keeps of the checked fields once the body is changed (a replayed history).
+pub struct Checked {
+    pub model: String,
+    pub stream: bool,
+    pub previous_response_id: Option<String>,
+    pub store: Option<bool>,
+}
+
+impl From<ResponsesRequest<'_>> for Checked {
+    fn from(r: ResponsesRequest<'_>) -> Checked {
+        Checked {
+            model: r.model.into_owned(),
+            stream: r.stream,
+            previous_response_id: r.previous_response_id,
+            store: r.store,
+        }
+    }
 }
 
 /// What the translation left out, for the log (Codex sends built-in tools on every request).
@@ -216,11 +236,19 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<(Value, Dropped), ApiE
     Ok((Value::Object(out), dropped))
 }
 
+/// An input item's type; a bare `{role, content}` is a message too.
+fn item_kind(item: &Value) -> &str {
+    item["type"].as_str().unwrap_or(if item.get("role").is_some() { "message" } else { "" })
+}
+
+/// Whether the unified form carries `item` (what a translated turn stores of its input).
+pub fn translated_item(item: &Value) -> bool {
+    matches!(item_kind(item), "message" | "function_call" | "function_call_output")
+}
+
 /// One input item onto the unified messages.
 fn input_item(item: &Value, messages: &mut Vec<Value>, dropped: &mut Dropped) -> Result<(), ApiError> {
-    // A bare `{role, content}` is a message too.
-    let kind = item["type"].as_str().unwrap_or(if item.get("role").is_some() { "message" } else { "" });
-    match kind {
+    match item_kind(item) {
         "message" => {
             let role = match item["role"].as_str() {
                 Some("user") => "user",

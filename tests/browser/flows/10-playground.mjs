@@ -62,6 +62,27 @@ export default async function (ctx) {
   assert.equal(await page.getByLabel('Message', { exact: true }).inputValue(), '', 'the box is emptied');
   await ctx.shot(page, 'playground');
 
+  // "Create a playground key" twice: one key named `playground`, with a small hourly quota;
+  // the first secret stops working once the second is made.
+  const made = [];
+  for (let i = 0; i < 2; i++) {
+    const [created] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/admin/api/keys') && r.request().method() === 'POST'),
+      page.getByRole('button', { name: 'Create a playground key' }).click(),
+    ]);
+    assert.equal(created.status(), 201);
+    made.push((await created.json()).key);
+  }
+  const { keys } = await ctx.admin('GET', '/keys');
+  const playground = keys.filter((k) => k.name.startsWith('playground'));
+  assert.equal(playground.length, 1, `one playground key: ${playground.map((k) => k.name)}`);
+  assert.equal(playground[0].token_quota, 20000);
+  assert.equal(playground[0].period, 'hour');
+  // Asked from the test, not the page: a refused key is no error of the page's.
+  const status = async (key) => (await fetch(`${ctx.env.gateway}/v1/models`, { headers: { Authorization: `Bearer ${key}` } })).status;
+  assert.equal(await status(made[0]), 401, 'the first playground secret was replaced');
+  assert.equal(await status(made[1]), 200);
+
   // The key stays in this tab only.
   assert.equal(await page.evaluate(() => Object.values(localStorage).some((v) => v.includes('sk-'))), false);
 }

@@ -92,6 +92,30 @@ impl TestGateway {
         response.json().await.unwrap()
     }
 
+    /// The gateway's data_dir.
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The admin token in use (configured, or made into data_dir at start).
+    pub fn admin_token(&self) -> String {
+        use switchyard::config::AdminToken;
+        match &self.gateway.settings.admin_token {
+            AdminToken::Given(token) | AdminToken::Stored(token, _) => token.expose().to_string(),
+            other => panic!("no admin token: {other:?}"),
+        }
+    }
+
+    /// `GET /metrics` with the admin token, as a scraper with credentials sends it.
+    pub async fn scrape_metrics(&self) -> reqwest::Response {
+        reqwest::Client::new()
+            .get(format!("{}/metrics", self.url))
+            .bearer_auth(self.admin_token())
+            .send()
+            .await
+            .unwrap()
+    }
+
     pub async fn chat(&self, body: serde_json::Value) -> reqwest::Response {
         self.post("/v1/chat/completions").json(&body).send().await.unwrap()
     }

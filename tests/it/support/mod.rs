@@ -9,10 +9,12 @@ pub mod redis;
 pub use gateway::{KEY, TestGateway, chat_body, config_with, guest_wasm};
 pub use mock::MockUpstream;
 
-/// A `sources:` block with one source `mock` (openai adapter) serving the given upstream models.
+/// A `sources:` block with one source `mock` (openai adapter) serving the given upstream models,
+/// whole answers asked as sent (the mock's JSON and SSE fixtures say different things; whole
+/// answers put together from streams, the default, are tests/it/whole_answers.rs).
 pub fn mock_source(mock: &MockUpstream, models: &[&str]) -> String {
     let mut out = format!(
-        "sources:\n  - name: mock\n    base_url: {}\n    api_key: sk-upstream-secret-0123456789\n    idle_timeout_seconds: 0.5\n    models:\n",
+        "sources:\n  - name: mock\n    base_url: {}\n    api_key: sk-upstream-secret-0123456789\n    idle_timeout_seconds: 0.5\n    stream_whole_answers: false\n    models:\n",
         mock.url
     );
     for m in models {
