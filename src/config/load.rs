@@ -471,6 +471,13 @@ impl Collector<'_> {
         let log_retention_days: Option<u32> = self.field(top, "log_retention_days").or(Some(30));
         let response_retention_days: Option<u32> = self.field(top, "response_retention_days").or(Some(30));
         let stored_responses: super::StoredResponsesConfig = self.field(top, "stored_responses").unwrap_or_default();
+        if !(1..=1 << 20).contains(&stored_responses.max_mb_per_key_per_day) {
+            self.error(
+                "stored_responses.max_mb_per_key_per_day",
+                "must be between 1 and 1048576",
+                "e.g. 100 (the default); store: false in requests stores nothing",
+            );
+        }
         if stored_responses.max_turn_kb == 0 || stored_responses.max_turn_kb > (body_limit_mb << 10) {
             self.error(
                 "stored_responses.max_turn_kb",
@@ -974,8 +981,8 @@ impl Collector<'_> {
     }
 
     fn check_metrics(&mut self, m: &super::MetricsConfig) {
-        if !(1..=100_000).contains(&m.max_label_sets) {
-            self.error("metrics.max_label_sets", "must be between 1 and 100000", "e.g. 500 (the default)");
+        if !(1..=10_000).contains(&m.max_label_sets) {
+            self.error("metrics.max_label_sets", "must be between 1 and 10000", "e.g. 500 (the default)");
         }
         if m.token.as_ref().is_some_and(|t| t.expose().len() < MIN_TOKEN_BYTES) {
             self.error(

@@ -605,13 +605,15 @@ impl SourceConfig {
     }
 }
 
-/// A source's `passthrough:` — top-level fields and `anthropic-beta` flags a client may send
-/// through this source's native pass-through besides the ordinary ones (`*`: any).
+/// A source's `passthrough:` — top-level fields, `anthropic-beta` flags and server-side tool
+/// types a client may send through this source's native pass-through besides the ordinary
+/// ones (`*`: any).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PassthroughConfig {
     pub fields: Vec<String>,
     pub betas: Vec<String>,
+    pub tools: Vec<String>,
 }
 
 impl PassthroughConfig {

@@ -178,8 +178,9 @@ mod tests {
 pub const MAX_MODEL_NAME_BYTES: usize = 256;
 
 /// Why `name` cannot be a model name an upstream lists (a detected model): too long, empty, a
-/// `/` (it would read as `source/model`), or a control or bidirectional-override character
-/// (it would rewrite what an operator reads in the WebUI, a log line or a chat).
+/// `/` (it would read as `source/model`), whitespace, or a control, bidirectional, zero-width or
+/// other invisible formatting character (it would rewrite what an operator reads in the WebUI,
+/// a log line or a chat, or pass for another name that looks the same).
 pub fn listed_model_name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {
         return Some("empty");
@@ -190,10 +191,13 @@ pub fn listed_model_name_problem(name: &str) -> Option<&'static str> {
     if name.contains('/') {
         return Some("contains `/`");
     }
-    let bidi =
-        |c: char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{061c}');
-    if name.chars().any(|c| c.is_control() || bidi(c)) {
-        return Some("contains a control or bidirectional-formatting character");
+    // Unicode's format characters a name may hide behind (Cf), and the line separators.
+    let invisible = |c: char| {
+        matches!(c, '\u{00ad}' | '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}' | '\u{e0000}'..='\u{e007f}')
+    };
+    if name.chars().any(|c| c.is_control() || c.is_whitespace() || invisible(c)) {
+        return Some("contains whitespace, or a control, bidirectional or invisible formatting character");
     }
     None
 }

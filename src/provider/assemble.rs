@@ -70,7 +70,10 @@ impl Assembler {
             let text = |field: &str| delta.get(field).and_then(Value::as_str);
             append(&mut into.content, text("content"));
             append(&mut into.reasoning, text("reasoning_content"));
-            append(&mut into.signature, text("reasoning_signature"));
+            // A signature belongs to the thinking it closes: the last one stands.
+            if let Some(signature) = text("reasoning_signature") {
+                into.signature = Some(signature.to_string());
+            }
             append(&mut into.refusal, text("refusal"));
             for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
                 let call_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
@@ -98,6 +101,12 @@ impl Assembler {
         }
     }
 
+    /// Whether the stream said everything a whole answer needs: at least one choice, each with
+    /// its finish reason (a stream that ended without them was cut, not finished).
+    pub fn is_whole(&self) -> bool {
+        !self.choices.is_empty() && self.choices.iter().all(|c| !c.finish_reason.is_null())
+    }
+
     /// The whole answer, in the shape (and field order) of a non-streamed `chat.completion`.
     pub fn finish(mut self) -> String {
         let mut out = Map::new();
@@ -112,6 +121,7 @@ impl Assembler {
                 (_, None) => {}
             }
         }
+        self.choices.sort_by_key(|c| c.index);
         let choices: Vec<Value> = self.choices.into_iter().map(choice_json).collect();
         out.insert("choices".into(), Value::Array(choices));
         if let Some(usage) = self.usage {
@@ -142,6 +152,8 @@ fn choice_json(choice: Choice) -> Value {
             .calls
             .into_iter()
             .map(|(_, id, name, arguments)| {
+                // A call without arguments streams none; whole, it has an empty object.
+                let arguments = if arguments.is_empty() { "{}".to_string() } else { arguments };
                 json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
             })
             .collect();
@@ -191,6 +203,21 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_without_finish_reasons_is_not_whole_and_argumentless_calls_get_an_object() {
+        let mut assembler = Assembler::default();
+        assert!(!assembler.is_whole(), "nothing came");
+        assembler.chunk(r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#);
+        assert!(!assembler.is_whole(), "cut before its finish reason");
+        assembler.chunk(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"now"}}],"reasoning_signature":"a"},"finish_reason":"tool_calls"}]}"#);
+        assembler.chunk(r#"{"choices":[{"index":0,"delta":{"reasoning_signature":"b"}}]}"#);
+        assert!(assembler.is_whole());
+        let whole: Value = serde_json::from_str(&assembler.finish()).unwrap();
+        let message = &whole["choices"][0]["message"];
+        assert_eq!(message["tool_calls"][0]["function"]["arguments"], "{}");
+        assert_eq!(message["reasoning_signature"], "b", "the last signature, not both");
+    }
+
+    #[test]
     fn hostile_indexes_are_capped_not_allocated() {
         let calls: Vec<Value> = (0..1000u64)
             .map(|i| json!({"index": i.wrapping_mul(0x9E37_79B9_7F4A_7C15), "id": "x", "function": {"name": "f", "arguments": "{}"}}))
@@ -203,6 +230,7 @@ mod tests {
         ]);
         let choices = whole["choices"].as_array().unwrap();
         assert_eq!(choices.len(), MAX_CHOICES);
+        assert!(choices.windows(2).all(|w| w[0]["index"].as_u64() < w[1]["index"].as_u64()), "by index");
         assert_eq!(choices[0]["message"]["tool_calls"].as_array().unwrap().len(), MAX_TOOL_CALLS);
     }
 }

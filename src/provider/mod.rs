@@ -262,13 +262,26 @@ impl Provider {
                     });
                 }
                 if native {
-                    // An OpenAI-compatible upstream's own SSE frames: their data is chunks too.
-                    for data in item.lines().filter_map(|l| l.strip_prefix("data:")) {
-                        assembler.chunk(data.trim());
+                    // An OpenAI-compatible upstream's own SSE frames: their data is chunks too
+                    // (an event's data lines joined, as SSE defines).
+                    for event in item.split("\n\n") {
+                        let data: Vec<&str> =
+                            event.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).collect();
+                        assembler.chunk(&data.join("\n"));
                     }
                 } else {
                     assembler.chunk(&item);
                 }
+            }
+            if !assembler.is_whole() {
+                return Err(AttemptError::Upstream {
+                    source_name: target.source.name.clone(),
+                    kind: crate::plugin::ErrorKind::Truncated,
+                    status: None,
+                    message: "the upstream's stream ended without a finished answer".into(),
+                    retry_after: None,
+                    code: None,
+                });
             }
             let body = assembler.finish();
             let completion = match native {
@@ -301,24 +314,17 @@ impl Provider {
         let (mut session, request) = Box::pin(self.open(target, unified)).await?;
         let timeout = target.source.first_byte_timeout();
         let first_event_by = tokio::time::Instant::now() + timeout;
+        let late = |_| AttemptError::Timeout {
+            source_name: target.source.name.clone(),
+            phase: TimeoutPhase::FirstByte,
+            after: timeout,
+        };
         let response =
-            tokio::time::timeout_at(first_event_by, Box::pin(self.send(target, request))).await.map_err(|_| {
-                AttemptError::Timeout {
-                    source_name: target.source.name.clone(),
-                    phase: TimeoutPhase::FirstByte,
-                    after: timeout,
-                }
-            })??;
+            tokio::time::timeout_at(first_event_by, Box::pin(self.send(target, request))).await.map_err(late)??;
         if !response.status().is_success() {
             // The error body is bounded by the same deadline as the first event would be.
             let response =
-                tokio::time::timeout_at(first_event_by, read_response(target, response)).await.map_err(|_| {
-                    AttemptError::Timeout {
-                        source_name: target.source.name.clone(),
-                        phase: TimeoutPhase::FirstByte,
-                        after: timeout,
-                    }
-                })??;
+                tokio::time::timeout_at(first_event_by, read_response(target, response)).await.map_err(late)??;
             return Err(match Box::pin(answer(target.source, &mut session, &response)).await {
                 Err(e) => e,
                 Ok(_) => AttemptError::Upstream {
@@ -334,16 +340,11 @@ impl Provider {
         let json = response
             .headers()
             .get(http::header::CONTENT_TYPE)
-            .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+            .is_some_and(|v| v.as_bytes().to_ascii_lowercase().starts_with(b"application/json"));
         if whole_ok && json {
+            // Read whole within the same deadline, as an error body is.
             let response =
-                tokio::time::timeout_at(first_event_by, read_response(target, response)).await.map_err(|_| {
-                    AttemptError::Timeout {
-                        source_name: target.source.name.clone(),
-                        phase: TimeoutPhase::FirstByte,
-                        after: timeout,
-                    }
-                })??;
+                tokio::time::timeout_at(first_event_by, read_response(target, response)).await.map_err(late)??;
             return Box::pin(answer(target.source, &mut session, &response)).await.map(Opened::Whole);
         }
         let framing = session.adapter().metadata().stream_framing;

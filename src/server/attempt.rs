@@ -101,10 +101,11 @@ pub async fn call_upstream(
         let head = started.elapsed();
         let first = chunks.first_chunk().await?;
         Ok((Done::Stream(first.holding(ticket.take_permit())), head))
-    } else if streams_whole_answer(call, target) {
+    } else if streams_whole_answer(call, target)
+        && let Some(unified) = asking_for_a_stream(call.unified.as_bytes())
+    {
         // Sent as a stream, answered whole: an upstream gone silent is given up on at the
         // stream's first-byte or idle timeout instead of the whole request's.
-        let unified = asking_for_a_stream(call.unified.as_bytes()).unwrap_or_else(|| call.unified.to_string());
         let native = target.native.map(|n| ClientRequest {
             body: asking_for_a_stream(&n.body).map_or_else(|| n.body.clone(), String::into_bytes),
             ..n.clone()
@@ -126,12 +127,21 @@ fn streams_whole_answer(call: &Call<'_>, target: &Target<'_>) -> bool {
         // A built-in's stream reading is the gateway's own; an author's adapter (a Lua script
         // above all) may treat a whole answer in ways its stream path does not.
         && matches!(target.adapter.origin(), crate::plugin::AdapterOrigin::Builtin)
+        // Without usage on its streams the books would have to estimate what the JSON says.
+        && target.source.settings.get("stream_usage").map(String::as_str) != Some("false")
         && target.native.is_none_or(|n| n.protocol == super::chat::PROTOCOL)
 }
 
-/// A chat request (JSON) asking for a stream with its usage; `None` when it is not a JSON object.
+/// A chat request (JSON) asking for a stream with its usage; `None` when it is not a JSON
+/// object, or asks for what a stream carries otherwise than a whole answer (log
+/// probabilities, audio, legacy `functions`): such a request is sent as asked.
 fn asking_for_a_stream(body: &[u8]) -> Option<String> {
     let mut request: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(body).ok()?;
+    let asks = |field: &str| request.get(field).is_some_and(|v| !v.is_null() && *v != serde_json::Value::Bool(false));
+    let audio = request.get("modalities").and_then(|m| m.as_array()).is_some_and(|m| m.iter().any(|m| m == "audio"));
+    if audio || ["logprobs", "top_logprobs", "audio", "functions", "function_call"].into_iter().any(asks) {
+        return None;
+    }
     request.insert("stream".into(), serde_json::Value::Bool(true));
     request.insert("stream_options".into(), serde_json::json!({"include_usage": true}));
     Some(serde_json::Value::Object(request).to_string())

@@ -74,11 +74,15 @@ pub struct LogContext {
 }
 
 impl LogContext {
-    /// The context of `call` on `key`'s behalf, through `route` when it named one. A request
-    /// the AUTO chain serves is labelled `AUTO`, also when it named a model nobody serves
-    /// (`default_model: AUTO`): the client's string never becomes a metric label.
-    pub fn of(call: &super::call::Call<'_>, key: &super::auth::KeyEntry, route: Option<String>, mode: LogMode) -> Self {
-        let requested_model = if mode == LogMode::Auto { crate::domain::AUTO } else { call.model };
+    /// The context of `call` on `key`'s behalf, through `route` when it named one, labelled in
+    /// the metrics by `requested_model` (see [`super::scope::metric_label`]).
+    pub fn of(
+        call: &super::call::Call<'_>,
+        key: &super::auth::KeyEntry,
+        route: Option<String>,
+        mode: LogMode,
+        requested_model: &str,
+    ) -> Self {
         LogContext {
             request_id: call.request_id.to_string(),
             requested_model: requested_model.to_string(),

@@ -60,7 +60,12 @@ impl Native<'_> {
             .collect();
         let body = passthrough::body(self.protocol, self.body, policy, &mut left).into_owned();
         if !left.is_empty() {
-            tracing::info!(source = %source.name, fields = ?left.fields, betas = ?left.betas, "pass-through: left out what the source does not allow (sources[].passthrough)");
+            // The first few by name: a body of a million junk fields is not a million-name line.
+            let (fields, betas) = (left.fields.len(), left.betas.len());
+            left.fields.truncate(10);
+            left.betas.truncate(10);
+            left.tools.truncate(10);
+            tracing::info!(source = %source.name, fields, betas, first_fields = ?left.fields, first_betas = ?left.betas, tools = ?left.tools, "pass-through: left out what the source does not allow (sources[].passthrough)");
         }
         crate::plugin::ClientRequest { protocol: self.protocol.to_string(), body, headers }
     }

@@ -48,6 +48,9 @@ impl Detected {
     }
 }
 
+/// Refused listed names logged one by one; the rest are counted.
+const LOGGED_REFUSALS: usize = 10;
+
 /// Models one source may add by detection; an upstream listing more is cut at this many.
 const MAX_DETECTED: usize = 2000;
 
@@ -55,14 +58,23 @@ const MAX_DETECTED: usize = 2000;
 /// (see [`crate::domain::listed_model_name_problem`]), of a kind some door serves, at most [`MAX_DETECTED`];
 /// each refused name is logged (escaped) with why.
 fn admissible(source: &SourceName, mut listed: Vec<String>) -> Vec<String> {
+    let mut refused = 0usize;
     listed.retain(|name| match crate::domain::listed_model_name_problem(name) {
         Some(why) => {
+            refused += 1;
+            // The first few by name; a hostile list of millions is one count, not a flood.
+            if refused > LOGGED_REFUSALS {
+                return false;
+            }
             let shown: String = name.chars().take(80).collect();
             tracing::warn!(source = %source, name = %crate::logsafe::Escaped(&shown), "detected model name refused: {why}");
             false
         }
         None => kind_by_name(name).is_some(),
     });
+    if refused > LOGGED_REFUSALS {
+        tracing::warn!(source = %source, refused, "detected model names refused in all");
+    }
     let mut seen = std::collections::HashSet::new();
     listed.retain(|name| seen.insert(name.clone()));
     if listed.len() > MAX_DETECTED {
@@ -170,7 +182,21 @@ mod tests {
 
     #[test]
     fn listed_names_that_would_mislead_are_refused() {
-        let listed = ["ok-model", "a/b", "new\nline", "rtl\u{202e}txt", "", &"x".repeat(300), "ok-model", "whisper-1"];
+        let long = "x".repeat(300);
+        let listed = [
+            "ok-model",
+            "a/b",
+            "new\nline",
+            "rtl\u{202e}txt",
+            "",
+            &long,
+            "ok-model",
+            "whisper-1",
+            "gpt-4o\u{200b}",
+            " gpt-4o",
+            "line\u{2028}sep",
+            "soft\u{ad}hyphen",
+        ];
         let kept = admissible(&SourceName::new("s"), listed.iter().map(|s| s.to_string()).collect());
         assert_eq!(kept, ["ok-model"]);
     }

@@ -30,7 +30,8 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
     Box::pin(async move {
         call.check_depth()?;
         let (route, candidates, mode) = plan_candidates(key, &call)?;
-        let log = LogContext::of(&call, key, route.map(|r| r.alias.clone()), mode);
+        let label = super::scope::metric_label(&call, mode, &candidates);
+        let log = LogContext::of(&call, key, route.map(|r| r.alias.clone()), mode, label);
         if let (Some(why), Some(RouteMode::Vision(_) | RouteMode::Fusion(_))) =
             (call.unified_error, route.map(|r| &r.mode))
         {

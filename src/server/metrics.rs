@@ -540,6 +540,7 @@ pub async fn scrape(
 pub async fn scrape_own_listener(
     State(gw): State<Arc<Gateway>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
 ) -> Response {
     let config = &gw.settings.metrics;
@@ -547,48 +548,54 @@ pub async fn scrape_own_listener(
         if let Err(e) = authorize(&gw, &headers, peer.ip()) {
             return e.into_response();
         }
-    } else if let Err(why) = tokenless_scrape_allowed(&headers, &config.hosts) {
+    } else if let Err(why) = tokenless_scrape_allowed(&headers, uri.authority().map(|a| a.as_str()), &config.hosts) {
         return ApiError::new(StatusCode::FORBIDDEN, ErrorType::Permission, why).code("scrape_refused").into_response();
     }
     answer(&gw)
 }
 
-/// The metrics token or the admin token, with wrong guesses throttled per peer.
+/// The metrics token or the admin token, with wrong guesses throttled per client address (a
+/// throttled address is turned away before any token is compared).
 fn authorize(gw: &Gateway, headers: &HeaderMap, peer: std::net::IpAddr) -> Result<(), ApiError> {
-    if let Some(token) = &gw.settings.metrics.token {
-        let sent = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        let digest = |s: &str| <sha2::Sha256 as sha2::Digest>::digest(s.as_bytes());
-        if sent.is_some_and(|s| digest(s) == digest(token.expose())) {
-            return Ok(());
-        }
+    let bearer =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let sent = bearer.is_some() || headers.contains_key("x-admin-token");
+    let (client, now) = (super::throttle::client_of(peer, headers), gw.scheduler.now());
+    if sent && let Some(wait) = gw.auth_failures.wait(client, now) {
+        return Err(super::throttle::turned_away(wait));
     }
-    super::admin::authorize_peer(gw, headers, Some(peer)).map_err(|e| {
-        if e.status == StatusCode::UNAUTHORIZED {
-            ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                ErrorType::Authentication,
-                "/metrics needs `Authorization: Bearer` with metrics.token or the admin token (or scrape it on metrics.listen)",
-            )
-        } else {
-            e
-        }
-    })
+    let digest = |s: &str| <sha2::Sha256 as sha2::Digest>::digest(s.trim().as_bytes());
+    let metrics_token = gw.settings.metrics.token.as_ref();
+    if let (Some(token), Some(sent)) = (metrics_token, bearer)
+        && digest(sent) == digest(token.expose())
+    {
+        return Ok(());
+    }
+    if super::admin::authorize(gw, headers).is_ok() {
+        return Ok(());
+    }
+    if sent {
+        gw.auth_failures.failed(client, now);
+    }
+    Err(ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        ErrorType::Authentication,
+        "/metrics needs `Authorization: Bearer` with metrics.token or the admin token (or scrape it on metrics.listen)",
+    ))
 }
 
 /// Why a scrape without a token is refused, if it is.
-fn tokenless_scrape_allowed(headers: &HeaderMap, hosts: &[String]) -> Result<(), String> {
-    for forwarded in ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip"] {
+fn tokenless_scrape_allowed(headers: &HeaderMap, authority: Option<&str>, hosts: &[String]) -> Result<(), String> {
+    for forwarded in
+        ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip", "via", "cf-connecting-ip", "true-client-ip"]
+    {
         if headers.contains_key(forwarded) {
             return Err(format!(
                 "a forwarded request (`{forwarded}`) cannot scrape /metrics without a token: set metrics.token"
             ));
         }
     }
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).or(authority).unwrap_or("");
     let name = match host.strip_prefix('[') {
         Some(v6) => v6.split(']').next().unwrap_or(""),
         None => host.rsplit_once(':').map_or(host, |(name, _)| name),
@@ -621,13 +628,16 @@ mod tests {
     fn a_tokenless_scrape_needs_a_known_host_and_no_proxy_in_front() {
         let hosts = vec!["metrics.internal".to_string()];
         for ok in ["127.0.0.1:9090", "10.0.0.5", "[::1]:9090", "localhost:9090", "METRICS.internal:9090"] {
-            assert!(tokenless_scrape_allowed(&headers(&[("host", ok)]), &hosts).is_ok(), "{ok}");
+            assert!(tokenless_scrape_allowed(&headers(&[("host", ok)]), None, &hosts).is_ok(), "{ok}");
         }
         for refused in ["evil.example:9090", "", "localhost.evil.example"] {
-            assert!(tokenless_scrape_allowed(&headers(&[("host", refused)]), &hosts).is_err(), "{refused}");
+            assert!(tokenless_scrape_allowed(&headers(&[("host", refused)]), None, &hosts).is_err(), "{refused}");
         }
         let forwarded = headers(&[("host", "127.0.0.1:9090"), ("x-forwarded-for", "198.51.100.1")]);
-        assert!(tokenless_scrape_allowed(&forwarded, &hosts).unwrap_err().contains("x-forwarded-for"));
+        assert!(tokenless_scrape_allowed(&forwarded, None, &hosts).unwrap_err().contains("x-forwarded-for"));
+        // HTTP/2 names the host in the authority, not a Host header.
+        assert!(tokenless_scrape_allowed(&HeaderMap::new(), Some("127.0.0.1:9464"), &hosts).is_ok());
+        assert!(tokenless_scrape_allowed(&HeaderMap::new(), Some("evil.example:9464"), &hosts).is_err());
     }
 
     #[test]

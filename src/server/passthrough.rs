@@ -1,5 +1,6 @@
 //! What a native pass-through forwards of a client's request on the operator's account: the
-//! `anthropic-beta` flags and top-level fields a source allows; the rest is left out (logged).
+//! `anthropic-beta` flags, top-level fields and tool types a source allows; the rest is left
+//! out (logged).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -73,17 +74,30 @@ const BETAS: &[&str] = &[
     "effort-2025-11-24",
 ];
 
+/// Tools the upstream runs on the operator's account that an ordinary client does not ask for:
+/// a tool whose `type` starts with one of these is left out by default — remote MCP servers the
+/// upstream would connect to with the operator's key, and code containers billed by the hour.
+/// The server tools Claude Code and Codex use (web search and fetch) go through.
+const HELD_BACK_TOOLS: &[&str] = &["mcp", "code_execution", "code_interpreter"];
+
 /// What a client request loses on its way through a source's native pass-through.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Left {
     pub fields: Vec<String>,
     pub betas: Vec<String>,
+    pub tools: Vec<String>,
 }
 
 impl Left {
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty() && self.betas.is_empty()
+        self.fields.is_empty() && self.betas.is_empty() && self.tools.is_empty()
     }
+}
+
+/// Whether a tool of `kind` (its `type`; `None` when it has none: a client's own) goes through.
+fn tool_allowed(kind: Option<&str>, policy: &PassthroughConfig) -> bool {
+    let Some(kind) = kind else { return true };
+    policy.tools.iter().any(|t| t == "*" || t == kind) || !HELD_BACK_TOOLS.iter().any(|held| kind.starts_with(held))
 }
 
 fn allowed(defaults: &[&str], extra: &[String], name: &str) -> bool {
@@ -104,7 +118,13 @@ pub fn body<'a>(protocol: &str, body: &'a [u8], policy: &PassthroughConfig, left
     };
     let refused: Vec<&str> =
         fields.keys().map(|k| k.as_ref()).filter(|k| !allowed(defaults, &policy.fields, k)).collect();
-    if refused.is_empty() {
+    // Only the tools' types are read, and only when some would be left out is anything copied.
+    let kind = |tool: &serde_json::Value| tool.get("type").and_then(serde_json::Value::as_str).map(str::to_string);
+    let tools: Vec<serde_json::Value> =
+        fields.get("tools").and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
+    let server_tools: Vec<String> =
+        tools.iter().map(kind).filter(|k| !tool_allowed(k.as_deref(), policy)).flatten().collect();
+    if refused.is_empty() && server_tools.is_empty() {
         return Cow::Borrowed(body);
     }
     let Ok(mut map) = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(body) else {
@@ -113,7 +133,13 @@ pub fn body<'a>(protocol: &str, body: &'a [u8], policy: &PassthroughConfig, left
     for name in &refused {
         map.remove(*name);
     }
+    if !server_tools.is_empty() {
+        let kept: Vec<serde_json::Value> =
+            tools.into_iter().filter(|t| tool_allowed(kind(t).as_deref(), policy)).collect();
+        map.insert("tools".into(), serde_json::Value::Array(kept));
+    }
     left.fields.extend(refused.iter().map(|f| f.to_string()));
+    left.tools.extend(server_tools);
     Cow::Owned(serde_json::to_vec(&map).expect("a JSON map serialises"))
 }
 
@@ -152,16 +178,39 @@ mod tests {
     }
 
     #[test]
+    fn mcp_and_code_containers_are_left_out_and_ordinary_tools_kept() {
+        let policy = PassthroughConfig::default();
+        let mut left = Left::default();
+        let anthropic = br#"{"model":"m","messages":[],"tools":[{"name":"f","input_schema":{}},{"type":"web_search_20250305","name":"web_search"},{"type":"code_execution_20250825","name":"code_execution"}]}"#;
+        let sent: serde_json::Value =
+            serde_json::from_slice(&body("anthropic-messages", anthropic, &policy, &mut left)).unwrap();
+        let names: Vec<&str> = sent["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["f", "web_search"]);
+        assert_eq!(left.tools, ["code_execution_20250825"]);
+        let responses = br#"{"model":"m","tools":[{"type":"function","name":"f"},{"type":"web_search"},{"type":"mcp","server_url":"x"}]}"#;
+        let mut left = Left::default();
+        let sent: serde_json::Value =
+            serde_json::from_slice(&body("openai-responses", responses, &policy, &mut left)).unwrap();
+        assert_eq!(sent["tools"], serde_json::json!([{"type": "function", "name": "f"}, {"type": "web_search"}]));
+        let allowed = PassthroughConfig { tools: vec!["mcp".into()], ..PassthroughConfig::default() };
+        let sent = body("openai-responses", responses, &allowed, &mut Left::default());
+        assert!(matches!(sent, Cow::Borrowed(_)), "mcp allowed: the body goes as sent");
+    }
+
+    #[test]
     fn a_source_can_allow_more_fields_and_betas() {
-        let policy =
-            PassthroughConfig { fields: vec!["service_tier".into()], betas: vec!["mcp-client-2025-04-04".into()] };
+        let policy = PassthroughConfig {
+            fields: vec!["service_tier".into()],
+            betas: vec!["mcp-client-2025-04-04".into()],
+            tools: vec![],
+        };
         let mut left = Left::default();
         let sent = body("openai-responses", br#"{"model":"m","service_tier":"priority"}"#, &policy, &mut left);
         assert!(matches!(sent, Cow::Borrowed(_)));
         let kept = betas("claude-code-20250219, mcp-client-2025-04-04,files-api-2025-04-14", &policy, &mut left);
         assert_eq!(kept.as_deref(), Some("claude-code-20250219,mcp-client-2025-04-04"));
         assert_eq!(left.betas, ["files-api-2025-04-14"]);
-        let all = PassthroughConfig { fields: vec!["*".into()], betas: vec!["*".into()] };
+        let all = PassthroughConfig { fields: vec!["*".into()], betas: vec!["*".into()], tools: vec!["*".into()] };
         assert_eq!(betas("anything-2030", &all, &mut Left::default()).as_deref(), Some("anything-2030"));
         assert_eq!(betas("files-api-2025-04-14", &PassthroughConfig::default(), &mut Left::default()), None);
     }

@@ -82,6 +82,17 @@ pub fn plan_candidates<'a>(
     }
 }
 
+/// What a request is labelled by in the metrics: what it resolved to, never the client's own
+/// string — `AUTO` for the AUTO chain (a name nobody serves falling back to it included), the
+/// configured model's name for a model (a `default_model` fallback included), the route's alias.
+pub fn metric_label<'a>(call: &Call<'a>, mode: LogMode, candidates: &[Planned<'a>]) -> &'a str {
+    match mode {
+        LogMode::Auto => AUTO,
+        LogMode::Model | LogMode::CountTokens => candidates.first().map_or(AUTO, |c| c.resolved.model.name.as_str()),
+        LogMode::Direct | LogMode::AutoSelect | LogMode::Vision | LogMode::Fusion => call.model,
+    }
+}
+
 fn wrong_kind(model: &str, kind: ModelKind) -> ApiError {
     let wanted = format!("{kind:?}").to_lowercase();
     ApiError::invalid_request(format!("model \"{model}\" is not a {wanted} model"))

@@ -319,7 +319,8 @@ async fn stored_responses_keep_only_what_went_upstream_within_a_turn_and_a_days_
         assert_eq!(served.status(), 200);
         assert_eq!(served.headers()["x-switchyard-not-stored"], "turn_too_large_to_store");
     }
-    let on_disk: u64 = std::fs::read_dir(gw.data_dir()).unwrap().filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum();
+    let on_disk: u64 =
+        std::fs::read_dir(gw.data_dir()).unwrap().filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum();
     eprintln!("data_dir after ten 8 MiB junk items: {on_disk} bytes");
     assert!(on_disk < 4 << 20, "ten 8 MiB items stored nothing of theirs: {on_disk} bytes in data_dir");
 
@@ -699,7 +700,8 @@ async fn the_binary_keeps_its_series_metrics_page_and_memory_bounded_under_made_
         ),
     );
     let client = reqwest::Client::new();
-    let auto = client.put(format!("{}/admin/api/auto", gw.url)).bearer_auth(ADMIN).json(&json!({"slots": [{"model": "m"}]}));
+    let auto =
+        client.put(format!("{}/admin/api/auto", gw.url)).bearer_auth(ADMIN).json(&json!({"slots": [{"model": "m"}]}));
     assert_eq!(auto.send().await.unwrap().status(), 200);
     let chat = |model: String| {
         let body = json!({"model": model, "messages": [{"role": "user", "content": "hi"}]});
@@ -710,7 +712,15 @@ async fn the_binary_keeps_its_series_metrics_page_and_memory_bounded_under_made_
     assert_eq!(chat("made-up-first".into()).await.unwrap().status(), 200);
     assert_eq!(chat("n".repeat(300)).await.unwrap().status(), 400);
     let page = |url: String| async move {
-        reqwest::Client::new().get(format!("{url}/metrics")).bearer_auth(ADMIN).send().await.unwrap().text().await.unwrap()
+        reqwest::Client::new()
+            .get(format!("{url}/metrics"))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
     };
     let series = |text: &str| text.lines().filter(|l| !l.starts_with('#')).count();
     let (before, rss_before) = (page(gw.url.clone()).await, rss_kib(gw.pid()));

@@ -95,7 +95,10 @@ function KeyCard({ keyValue, setKey }) {
   // hourly quota: clicks never pile up unlimited keys.
   const create = () => run(async () => {
     const { keys } = await api('GET', '/keys');
-    if (keys.some((k) => k.name === PLAYGROUND_KEY)) await api('DELETE', `/keys/${PLAYGROUND_KEY}`);
+    const held = keys.find((k) => k.name === PLAYGROUND_KEY);
+    // Only a key made here is replaced: one of config.yaml's is the operator's.
+    if (held && held.origin !== 'runtime') throw new Error(`config.yaml has a key named ${PLAYGROUND_KEY}: paste a key instead`);
+    if (held) await api('DELETE', `/keys/${PLAYGROUND_KEY}`);
     const res = await api('POST', '/keys', {
       name: PLAYGROUND_KEY, models: ['*'], token_quota: PLAYGROUND_QUOTA, period: 'hour',
     });

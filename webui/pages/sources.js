@@ -30,6 +30,9 @@ const HTTP_VERSIONS = [
   { value: 'http2', label: 'HTTP/2 only (h2c on http://)' },
 ];
 
+// Source fields the form does not edit: carried through a save unchanged.
+const KEPT = ['passthrough', 'stream_whole_answers', 'detect_models_share_names'];
+
 /** A source (or template) as the form edits it: every value a string. */
 function toForm(s = {}) {
   const f = {
@@ -43,6 +46,7 @@ function toForm(s = {}) {
     enabled: s.enabled !== false,
     detect_models: s.detect_models === true,
     detected: s.detected_models ?? [],
+    kept: Object.fromEntries(KEPT.filter((k) => s[k] !== undefined).map((k) => [k, s[k]])),
   };
   for (const [k] of NUMBERS) f[k] = str(s[k]);
   return f;
@@ -53,7 +57,7 @@ function toForm(s = {}) {
  * (the gateway's defaults apply). Throws an Error naming the field when one is wrong.
  */
 function formFields(f, { withEnabled }) {
-  const out = {};
+  const out = { ...(f.kept ?? {}) };
   const url = f.base_url.trim();
   if (!url) throw new Error('Base URL: required, e.g. https://api.openai.com/v1');
   out.base_url = url;

@@ -96,7 +96,10 @@ async fn json_errors(request: Request, next: Next) -> Response {
 
 async fn require_admin(State(gw): State<Arc<Gateway>>, request: Request, next: Next) -> Response {
     // The bot calls in-process, with no peer address: only HTTP peers are throttled.
-    let peer = request.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| super::throttle::client_of(c.0.ip(), request.headers()));
     match authorize_peer(&gw, request.headers(), peer) {
         Ok(()) => next.run(request).await,
         Err(e) => e.into_response(),
@@ -106,22 +109,12 @@ async fn require_admin(State(gw): State<Arc<Gateway>>, request: Request, next: N
 /// [`authorize`], for a request from `peer`: a peer that sent too many wrong tokens lately is
 /// turned away (429) before its next token is even compared. A request without a token is not
 /// a guess: it gets its 401.
-pub(crate) fn authorize_peer(
-    gw: &Gateway,
-    headers: &HeaderMap,
-    peer: Option<std::net::IpAddr>,
-) -> Result<(), ApiError> {
+fn authorize_peer(gw: &Gateway, headers: &HeaderMap, peer: Option<std::net::IpAddr>) -> Result<(), ApiError> {
     let sent = headers.contains_key("x-admin-token") || headers.contains_key(header::AUTHORIZATION);
     let Some(peer) = peer.filter(|_| sent) else { return authorize(gw, headers) };
     let now = gw.scheduler.now();
     if let Some(wait) = gw.auth_failures.wait(peer, now) {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            ErrorType::RateLimit,
-            "too many wrong admin tokens from this address; wait before trying again",
-        )
-        .code("too_many_failed_logins")
-        .retry_after(Some(wait)));
+        return Err(super::throttle::turned_away(wait));
     }
     let verdict = authorize(gw, headers);
     if verdict.as_ref().is_err_and(|e| e.status == StatusCode::UNAUTHORIZED) {

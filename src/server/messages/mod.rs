@@ -138,12 +138,13 @@ pub async fn count_tokens(
         native: None,
         unified_error: None,
     };
-    let (route, candidates, _) = super::scope::plan_candidates(&key, &call)?;
+    let (route, candidates, mode) = super::scope::plan_candidates(&key, &call)?;
+    let label = super::scope::metric_label(&call, mode, &candidates).to_string();
     // Counting generates nothing, but it is an upstream call on the operator's account.
     let _admitted = super::admission::admit_tokens(gw, &key, 0)?;
     let log = LogContext {
         operation: COUNT_TOKENS_OPERATION,
-        ..LogContext::of(&call, &key, route.map(|r| r.alias.clone()), LogMode::CountTokens)
+        ..LogContext::of(&call, &key, route.map(|r| r.alias.clone()), LogMode::CountTokens, &label)
     };
     let native = Native { protocol: COUNT_TOKENS, body: &bytes, headers: &incoming.headers };
     let plan = gw.scheduler.plan(candidates, call.model, None);

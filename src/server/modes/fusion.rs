@@ -49,7 +49,7 @@ pub async fn fuse(
     let whole = Call { stream: false, unified: &whole_body, fusion_id: Some(&fusion_id), native: None, ..*call };
     let attempts = candidates.into_iter().map(|planned| {
         let provider = planned.resolved.qualified();
-        let log = LogContext::of(&whole, key, Some(route.alias.clone()), LogMode::Fusion);
+        let log = LogContext::of(&whole, key, Some(route.alias.clone()), LogMode::Fusion, &route.alias);
         async move {
             let served = tokio::time::timeout(per_candidate, gw.serve(key, &whole, vec![planned], log)).await;
             let outcome = match served {

@@ -35,11 +35,16 @@ impl StoredBudget {
         }
         let state = gw.state.clone();
         let read = tokio::task::spawn_blocking(move || state.stored_response_bytes(day * DAY_MS)).await;
-        let mut today = self.lock_for(day);
+        let mut today = self.today.lock().unwrap_or_else(|p| p.into_inner());
         match read {
+            // Midnight passed while reading: the rows are another day's, the next request reads.
+            _ if today.0 != day => {}
             Ok(Ok(rows)) if !today.1 => {
+                // What this process counted already is in the database too (it was flushed
+                // before the read): the larger figure of the two, never their sum.
                 for (owner, bytes) in rows {
-                    *today.2.entry(owner).or_default() += bytes;
+                    let counted = today.2.entry(owner).or_default();
+                    *counted = (*counted).max(bytes);
                 }
                 today.1 = true;
             }
@@ -70,9 +75,9 @@ impl StoredBudget {
 
     fn lock_for(&self, day: u64) -> std::sync::MutexGuard<'_, (u64, bool, HashMap<String, u64>)> {
         let mut today = self.today.lock().unwrap_or_else(|p| p.into_inner());
-        if today.0 != day {
-            // A new day: what was stored before midnight is yesterday's; the database is read
-            // again for what an earlier run stored today.
+        if day > today.0 {
+            // A new day (never an older one, asked late): what was stored before midnight is
+            // yesterday's; the database is read again for what an earlier run stored today.
             *today = (day, false, HashMap::new());
         }
         today
@@ -192,7 +197,12 @@ pub async fn history(gw: &Arc<Gateway>, owner: &str, id: &str, limit: usize) -> 
     let mut turns: Vec<String> = Vec::new();
     let mut bytes = 0usize;
     let mut next = Some(id.to_string());
+    // An upstream that repeats its ids can make a turn continue itself: walked once, not 1,000 times.
+    let mut seen = std::collections::HashSet::new();
     while let Some(at) = next.take() {
+        if !seen.insert(at.clone()) {
+            break;
+        }
         if turns.len() >= MAX_TURNS {
             return Err(ApiError::invalid_request(format!(
                 "previous_response_id: the conversation is longer than {MAX_TURNS} turns; send its input whole"

@@ -48,7 +48,12 @@ export default async function (ctx) {
   const mask = gamma.api_key;
   await sourceRow(page, 'gamma').getByText(/…5555/).waitFor();
 
+  // Settings the form does not show (set through the API) survive an edit in the form.
+  const kept = { passthrough: { fields: ['service_tier'], betas: [], tools: [] }, stream_whole_answers: false, detect_models_share_names: true };
+  await ctx.admin('PUT', '/sources/gamma', { ...gamma, ...kept });
+
   // Edit gamma: change a limit, leave the key field empty: the key stays.
+  await page.reload();
   await page.getByRole('button', { name: 'Edit gamma' }).click();
   await dialog.getByRole('heading', { name: 'Edit source gamma' }).waitFor();
   assert.equal(await dialog.getByLabel('API key').inputValue(), '', 'the key is never sent to the page');
@@ -63,6 +68,7 @@ export default async function (ctx) {
   assert.equal(gamma.max_concurrent, 3, 'the edit is saved');
   assert.equal(gamma.http_version, 'http1', 'the HTTP choice is saved');
   assert.equal(gamma.api_key, mask, 'an empty key field keeps the key');
+  for (const [k, v] of Object.entries(kept)) assert.deepEqual(gamma[k], v, `${k} is kept by the form`);
   // A gamma-model request goes through gamma's stored key to the upstream.
   const served = await ctx.chat('gamma/gamma-model');
   assert.equal(served.status, 200, JSON.stringify(served.body));
