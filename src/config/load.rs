@@ -1081,10 +1081,13 @@ impl Collector<'_> {
                 ),
             }
             if !adapters.iter().any(|a| a == s.adapter.as_str()) {
+                let known: Vec<&str> = adapters.iter().map(String::as_str).collect();
+                let near =
+                    closest(s.adapter.as_str(), &known).map(|n| format!("did you mean `{n}`? ")).unwrap_or_default();
                 self.error(
                     &at("adapter"),
                     format!("no adapter named `{}`", s.adapter),
-                    format!("use one of: {}; or put {}.wasm in adapter_dir", adapters.join(", "), s.adapter),
+                    format!("{near}use one of: {}; or put {}.wasm in adapter_dir", adapters.join(", "), s.adapter),
                 );
             }
             if s.max_concurrent == 0 {

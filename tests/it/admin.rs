@@ -532,3 +532,39 @@ async fn a_route_added_at_run_time_may_name_a_config_route_as_its_judge() {
     assert_eq!(status, 400, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("no route or model named `nowhere`"), "{body}");
 }
+
+/// Issue 36's uploads accepted but wrong: what was uploaded is named before it is parsed (a
+/// JSON file, a core module), and a component installed under another name than its own says so.
+#[tokio::test]
+async fn an_upload_is_recognised_and_a_name_other_than_the_components_own_is_said() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&yaml(&mock)).await;
+    let admin = Admin { gw: &gw };
+    let upload = |name: &str, bytes: Vec<u8>| {
+        admin.call(reqwest::Method::PUT, &format!("/admin/api/adapters/{name}")).body(bytes).send()
+    };
+    let case = br#"{"request": {"model": "m"}, "expect": {}}"#.to_vec();
+    let response = upload("oops", case).await.unwrap();
+    assert_eq!(response.status(), 400);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("the body is JSON") && !text.contains("Lua syntax"), "{text}");
+    let response = upload("core", b"\0asm\x01\0\0\0".to_vec()).await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert!(response.text().await.unwrap().contains("a core WebAssembly module, not a component"));
+
+    let response = upload("mine", std::fs::read(guest_wasm("openai")).unwrap()).await.unwrap();
+    assert_eq!(response.status(), 201);
+    let installed: Value = response.json().await.unwrap();
+    assert_eq!(installed["name"], "mine");
+    let note = installed["note"].as_str().unwrap();
+    assert!(note.contains("describes itself as `openai`") && note.contains("installed as `mine`"), "{note}");
+
+    // A wrong token is told where a made one lives (here it was written in the config).
+    let refused =
+        reqwest::Client::new().get(format!("{}/admin/api/keys", gw.url)).bearer_auth("nope").send().await.unwrap();
+    assert!(refused.text().await.unwrap().contains("the config's `admin_token`"));
+    let made = TestGateway::start(&yaml(&mock).replace(&format!("admin_token: {ADMIN}\n"), "")).await;
+    let refused = reqwest::Client::new().get(format!("{}/admin/api/keys", made.url)).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    assert!(refused.text().await.unwrap().contains("`admin_token` in its data_dir"));
+}

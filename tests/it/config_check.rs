@@ -100,3 +100,17 @@ fn check_accepts_the_shipped_example_and_serve_refuses_bad_config() {
     assert_eq!(code, 2);
     assert!(err.contains("cannot read config file") && err.contains("fix:"), "{err}");
 }
+
+#[test]
+fn a_misspelt_adapter_name_is_answered_with_the_nearest_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typo.yaml");
+    let yaml = format!(
+        "data_dir: {}\nsources:\n  - {{name: s, base_url: 'http://127.0.0.1:1', adapter: opeani, models: [{{name: m}}]}}\n",
+        dir.path().display()
+    );
+    std::fs::write(&file, yaml).unwrap();
+    let (code, _, err) = switchyard(&["check", "--config", &file.display().to_string()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no adapter named `opeani`") && err.contains("did you mean `openai`?"), "{err}");
+}

@@ -56,6 +56,8 @@ function UploadCard({ adapters, onUploaded }) {
     if (r) {
       setResult(r);
       toast(`Adapter ${r.name} installed`, 'ok');
+      // A component that names itself otherwise: the name in the upload is the one sources use.
+      if (r.note) toast(r.note, 'info');
       setFile(null);
       if (input.current) input.current.value = '';
       onUploaded();

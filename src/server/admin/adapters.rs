@@ -70,26 +70,48 @@ pub async fn upload(
         shared.publish_adapter(name.as_str(), bytes);
     }
     let status = if replaced { StatusCode::OK } else { StatusCode::CREATED };
-    Ok((status, Json(adapter_json(&gw, &adapter))))
+    let mut answer = adapter_json(&gw, &adapter);
+    // A component names itself; the path's name is the one sources use, and the answer says so.
+    let described = &adapter.metadata().name;
+    if !adapter.is_lua() && described != name.as_str() {
+        let note = format!(
+            "the component describes itself as `{described}`; it is installed as `{name}`, the name in the path, which sources use"
+        );
+        tracing::warn!(adapter = %name, described = %crate::logsafe::Escaped(described), "{note}");
+        answer["note"] = json!(note);
+    }
+    Ok((status, Json(answer)))
 }
 
 /// Checks an uploaded adapter (a component or a Lua script), writes it to `adapter_dir` and
 /// puts it in use; true when it replaced one. Shared by uploads and other replicas' uploads.
 pub async fn install(gw: &Gateway, name: &AdapterName, bytes: &[u8]) -> Result<(Arc<Adapter>, bool), ApiError> {
     let dir = &gw.settings.adapter_dir;
-    // A component starts with the wasm magic; anything else must be a Lua script (UTF-8).
-    let (file, checked) = if bytes.starts_with(b"\0asm") {
-        let file = dir.join(format!("{name}.wasm"));
-        let checked = gw.plugins.check(name, AdapterOrigin::File(file.clone()), bytes).await;
-        (file, checked)
-    } else {
-        let script = std::str::from_utf8(bytes).map_err(|_| {
-            ApiError::invalid_request("the body is neither a WebAssembly component nor a UTF-8 Lua script")
-                .code("invalid_adapter")
-        })?;
-        let file = dir.join(format!("{name}.lua"));
-        let checked = gw.plugins.check_lua(name, AdapterOrigin::File(file.clone()), script).await;
-        (file, checked)
+    let refused = |what: &str| {
+        ApiError::invalid_request(format!(
+            "adapter `{name}` was not installed: the body is {what}; upload a WebAssembly component (`.wasm`) or a Lua script (`.lua`)"
+        ))
+        .code("invalid_adapter")
+    };
+    // What was uploaded is recognised before anything parses it, so the answer names it.
+    let (file, checked) = match Upload::of(bytes) {
+        Upload::Component => {
+            let file = dir.join(format!("{name}.wasm"));
+            let checked = gw.plugins.check(name, AdapterOrigin::File(file.clone()), bytes).await;
+            (file, checked)
+        }
+        Upload::CoreModule => {
+            return Err(refused(
+                "a core WebAssembly module, not a component (build it as a component: `switchyard adapter new` sets that up; docs/adapters.md)",
+            ));
+        }
+        Upload::Json => return Err(refused("JSON (a recorded case or a config, perhaps), not an adapter")),
+        Upload::Binary => return Err(refused("neither a WebAssembly component nor UTF-8 text")),
+        Upload::Lua(script) => {
+            let file = dir.join(format!("{name}.lua"));
+            let checked = gw.plugins.check_lua(name, AdapterOrigin::File(file.clone()), script).await;
+            (file, checked)
+        }
     };
     let adapter = checked.map_err(|e| {
         ApiError::invalid_request(format!("adapter `{name}` was not installed: {e}")).code("invalid_adapter")
@@ -106,6 +128,33 @@ pub async fn install(gw: &Gateway, name: &AdapterName, bytes: &[u8]) -> Result<(
     gw.plugins.size_pools(&gw.runtime().config);
     tracing::info!(adapter = %name, replaced, bytes = bytes.len(), "installed an adapter");
     Ok((adapter, replaced))
+}
+
+/// What an upload is, by its first bytes: a component (the wasm magic, the component layer),
+/// a core module (the wasm magic, version 1), JSON, other UTF-8 text (a Lua script) or binary.
+#[derive(Debug, PartialEq, Eq)]
+enum Upload<'a> {
+    Component,
+    CoreModule,
+    Json,
+    Lua(&'a str),
+    Binary,
+}
+
+impl<'a> Upload<'a> {
+    fn of(bytes: &'a [u8]) -> Upload<'a> {
+        if let Some(version) = bytes.strip_prefix(b"\0asm") {
+            return if version.starts_with(&[1, 0, 0, 0]) { Upload::CoreModule } else { Upload::Component };
+        }
+        let Ok(text) = std::str::from_utf8(bytes) else { return Upload::Binary };
+        let trimmed = text.trim_start();
+        if (trimmed.starts_with('{') || trimmed.starts_with('['))
+            && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+        {
+            return Upload::Json;
+        }
+        Upload::Lua(text)
+    }
 }
 
 /// `GET /admin/api/adapters/{name}/source`: a Lua adapter's script, as text.
@@ -149,4 +198,20 @@ pub fn remove(gw: &Gateway, name: &AdapterName) -> Result<(), ApiError> {
     gw.plugins.size_pools(&gw.runtime().config);
     tracing::info!(adapter = %name, "deleted an adapter");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upload_is_recognised_before_it_is_parsed() {
+        assert_eq!(Upload::of(b"\0asm\x0d\0\x01\0rest"), Upload::Component);
+        assert_eq!(Upload::of(b"\0asm\x01\0\0\0rest"), Upload::CoreModule);
+        assert_eq!(Upload::of(b"  {\"request\": {}}"), Upload::Json);
+        assert_eq!(Upload::of(b"[1, 2]"), Upload::Json);
+        assert_eq!(Upload::of(b"return { name = 'x' }"), Upload::Lua("return { name = 'x' }"));
+        assert_eq!(Upload::of(b"{ broken lua table"), Upload::Lua("{ broken lua table"));
+        assert_eq!(Upload::of(&[0xff, 0xfe, 0]), Upload::Binary);
+    }
 }

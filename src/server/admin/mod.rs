@@ -138,10 +138,16 @@ pub(crate) fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiErro
     let matches =
         sent.is_some_and(|s| Sha256::digest(s.trim().as_bytes()) == Sha256::digest(token.expose().as_bytes()));
     if matches {
-        Ok(())
-    } else {
-        Err(ApiError::new(StatusCode::UNAUTHORIZED, ErrorType::Authentication, "admin token missing or wrong"))
+        return Ok(());
     }
+    // Where a made token is: the file's name, not the host's path, to whoever asks.
+    let message = match gw.settings.admin_token {
+        crate::config::AdminToken::Stored(..) => {
+            "admin token missing or wrong: the gateway made it at its first start and keeps it in the file `admin_token` in its data_dir (the start's log says where)"
+        }
+        _ => "admin token missing or wrong: it is the config's `admin_token`",
+    };
+    Err(ApiError::new(StatusCode::UNAUTHORIZED, ErrorType::Authentication, message))
 }
 
 /// A JSON body, with type errors naming the field.
