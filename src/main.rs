@@ -94,7 +94,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     if let Some(Command::Adapter(command)) = cli.command {
-        switchyard::logging::init_at(Default::default(), None, "warn");
+        // The author's tools say what they wait for (a compile) and nothing else unasked.
+        switchyard::logging::init_at(Default::default(), None, "warn,switchyard::plugin::cache=info");
         return runtime.block_on(adapter_command(command));
     }
     let peek = switchyard::logging::peek(&cli.config);

@@ -81,12 +81,10 @@ pub async fn load(target: &str, cache_dir: Option<PathBuf>, limits: &AuthorLimit
     Ok(Loaded { host, adapter, wasm, load_time, from_cache })
 }
 
-/// Where compiled components are cached between runs of the author's tools.
+/// Where compiled components are cached between runs of the author's tools: the user's cache,
+/// which a gateway on this machine shares.
 pub fn default_cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
-    Some(base.join("switchyard"))
+    crate::config::user_cache_dir()
 }
 
 /// `switchyard adapter test`: plays every case in `dir`; prints one line per case and a

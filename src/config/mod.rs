@@ -122,6 +122,16 @@ impl AdapterPolicy {
     }
 }
 
+/// The user's cache of compiled components (`$XDG_CACHE_HOME/switchyard`, else
+/// `~/.cache/switchyard`): the gateway and the author's tools share it, keyed by the bytes and
+/// the engine, so what one compiled the other loads.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()).map(PathBuf::from).or_else(|| {
+        std::env::var_os("HOME").filter(|home| !home.is_empty()).map(|home| PathBuf::from(home).join(".cache"))
+    })?;
+    base.is_absolute().then(|| base.join("switchyard"))
+}
+
 /// `stored_responses:` — what the Responses door keeps for `previous_response_id`, bounded so
 /// that a few cheap requests cannot fill the disk.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -312,8 +322,10 @@ impl Settings {
         self.data_dir.join("state.db")
     }
 
+    /// `cache_dir`, else the user's cache (shared with the author's tools on this machine),
+    /// else `data_dir/cache`.
     pub fn component_cache_dir(&self) -> PathBuf {
-        self.cache_dir.clone().unwrap_or_else(|| self.data_dir.join("cache"))
+        self.cache_dir.clone().or_else(user_cache_dir).unwrap_or_else(|| self.data_dir.join("cache"))
     }
 
     /// Sessions one instance of `adapter` hosts.

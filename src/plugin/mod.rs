@@ -413,7 +413,8 @@ impl PluginHost {
         let pre = match (&script, self.lua_pre.get()) {
             (Some(_), Some(pre)) => pre.clone(),
             _ => {
-                let pre = self.prepare(wasm, report)?;
+                let compiled_as = if script.is_some() { "lua-compat" } else { name.as_str() };
+                let pre = self.prepare(compiled_as, wasm, report)?;
                 if script.is_some() {
                     let _ = self.lua_pre.set(pre.clone());
                 }
@@ -524,9 +525,9 @@ impl PluginHost {
     }
 
     /// Compiles (or loads from the cache) and links a component.
-    fn prepare(&self, wasm: &[u8], report: &mut LoadReport) -> Result<ExportsPre, String> {
+    fn prepare(&self, name: &str, wasm: &[u8], report: &mut LoadReport) -> Result<ExportsPre, String> {
         let (component, outcome) =
-            self.cache.load(&self.engine, wasm).map_err(|e| format!("not a valid WebAssembly component: {e}"))?;
+            self.cache.load(&self.engine, name, wasm).map_err(|e| format!("not a valid WebAssembly component: {e}"))?;
         match outcome {
             CacheOutcome::Hit => report.cache_hits += 1,
             CacheOutcome::Compiled => report.compiled += 1,

@@ -243,3 +243,88 @@ fn new_projects_in_every_language_build_and_pass_their_case() {
     assert_eq!(code, 2);
     assert!(err.contains("cannot name an adapter"), "{err}");
 }
+
+/// `component` with a custom section holding `n`: another build of the same adapter (other
+/// bytes, the same behaviour), as an author's rebuild gives.
+fn rebuilt(component: &[u8], n: usize) -> Vec<u8> {
+    let name = b"rebuild";
+    let payload = n.to_string().into_bytes();
+    let content_len = 1 + name.len() + payload.len();
+    let mut out = component.to_vec();
+    out.push(0); // a custom section
+    out.push(u8::try_from(content_len).unwrap());
+    out.push(u8::try_from(name.len()).unwrap());
+    out.extend_from_slice(name);
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// Issue 36's silent compiles: the author's tools say when they compile (size and time), the
+/// compiled cache is the user's, shared with a gateway on the same machine, and it keeps only
+/// an adapter's newest builds however often it is rebuilt.
+#[test]
+fn the_compile_cache_is_shared_said_and_bounded_across_twenty_rebuilds() {
+    let home = tempfile::tempdir().unwrap();
+    let cache = home.path().join("switchyard");
+    let work = tempfile::tempdir().unwrap();
+    let wasm = work.path().join("my-adapter.wasm");
+    let original = std::fs::read(guest_wasm("openai")).unwrap();
+    let check = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+            .args(["adapter", "check", &wasm.display().to_string()])
+            .env("XDG_CACHE_HOME", home.path())
+            .env_remove("SWITCHYARD_LOG")
+            .output()
+            .unwrap();
+        // (It exits 1 for one problem: the built-in describes itself as `openai`.)
+        let out = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.contains("\nload "), "{out}");
+        out
+    };
+    let compiled_mine =
+        |out: &str| out.lines().any(|l| l.contains("compiled") && l.contains("my-adapter") && l.contains("ms="));
+    for n in 0..20 {
+        std::fs::write(&wasm, rebuilt(&original, n)).unwrap();
+        let out = check();
+        assert!(compiled_mine(&out), "build {n}: the compile is said, with its time:\n{out}");
+        let mine = std::fs::read_dir(&cache)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains("-my-adapter-"))
+            .count();
+        assert!(mine <= 3, "build {n}: {mine} compiled builds of my-adapter kept");
+    }
+    let again = check();
+    assert!(!compiled_mine(&again) && again.contains("read from the compile cache"), "{again}");
+
+    // A gateway on this machine (no cache_dir) serves the same build without compiling it.
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(data.path().join("adapters")).unwrap();
+    std::fs::copy(&wasm, data.path().join("adapters/my-adapter.wasm")).unwrap();
+    let config = data.path().join("config.yaml");
+    std::fs::write(&config, format!("listen: 127.0.0.1:0\ndata_dir: {}\n", data.path().display())).unwrap();
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["--config", &config.display().to_string()])
+        .env("XDG_CACHE_HOME", home.path())
+        .env("SWITCHYARD_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(gateway.stderr.take().unwrap()));
+    let mut log = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let listening = line.contains("listening on ");
+        log.push(line);
+        if listening {
+            break;
+        }
+    }
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    let log = log.join("\n");
+    assert!(log.contains("listening on "), "{log}");
+    assert!(
+        !log.lines().any(|l| l.contains("compiling") && l.contains("my-adapter")),
+        "the gateway compiled it again:\n{log}"
+    );
+}
