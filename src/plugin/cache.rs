@@ -162,8 +162,8 @@ mod tests {
                 format!("e1-my-adapter-{:032x}.cwasm", 0),
                 format!("e1-my-adapter-{:032x}.cwasm", 1),
                 format!("e1-my-adapter-{:032x}.cwasm", 2),
-                format!("e1-other-{:032x}.cwasm", 9),
                 "e1-my-adapter-x.cwasm.tmp-1".to_string(),
+                format!("e1-other-{:032x}.cwasm", 9),
             ],
             "three newest of my-adapter, then other's newest within 45 bytes; a file being written is left alone"
         );
