@@ -380,7 +380,8 @@ fn count(n: usize, what: &str) -> String {
 
 fn describe(error: &GuestError) -> String {
     let status = error.status.map(|s| format!(" (status {s})")).unwrap_or_default();
-    format!("{}{status}: {:.300}", error.kind.wit_name(), error.message)
+    // Whole (up to 2,000 characters): an exception's message and where it came from.
+    format!("{}{status}: {:.2000}", error.kind.wit_name(), error.message)
 }
 
 fn prefixed(what: &str, differences: Vec<String>, failures: &mut Vec<String>) {

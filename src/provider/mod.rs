@@ -510,7 +510,7 @@ fn translated(
         Ok(Err(verdict)) => Err(AttemptError::Refused {
             adapter: target.adapter.name().clone(),
             kind: verdict.kind,
-            message: scrub(target.source, &bounded(verdict.message)),
+            message: scrub(target.source, &bounded(reason(target.source, verdict.message))),
         }),
         Err(sandbox) => Err(AttemptError::Sandbox(sandbox)),
     }
@@ -547,7 +547,7 @@ fn upstream(source: &SourceConfig, verdict: GuestError) -> AttemptError {
         source_name: source.name.clone(),
         kind: verdict.kind,
         status: verdict.status,
-        message: scrub(source, &bounded(verdict.message)),
+        message: scrub(source, &bounded(reason(source, verdict.message))),
         retry_after: verdict.retry_after_ms.map(Duration::from_millis),
         code: verdict.code.map(|code| scrub(source, &bounded(code))),
     }
@@ -585,6 +585,21 @@ fn out_of_local_resources(error: &std::io::Error) -> bool {
 /// Longest message from an upstream or adapter passed on (to the client, the log row, the
 /// journal); the rest is cut.
 const MAX_MESSAGE_BYTES: usize = 2048;
+
+/// An adapter error's reason, its first line, which a client may see; the lines after it (where
+/// an exception came from, as the templates write it) are the operator's: logged here, scrubbed
+/// of the source's key, never answered.
+fn reason(source: &SourceConfig, message: String) -> String {
+    match message.split_once('\n') {
+        Some((reason, detail)) if !detail.trim().is_empty() => {
+            let detail: String = detail.chars().take(MAX_MESSAGE_BYTES).collect();
+            let (reason_shown, detail) = (scrub(source, reason), scrub(source, &detail));
+            tracing::warn!(adapter = %source.adapter, source = %source.name, reason = %reason_shown, detail = %detail, "adapter error");
+            reason.to_string()
+        }
+        _ => message,
+    }
+}
 
 /// `message` cut to [`MAX_MESSAGE_BYTES`] on a character boundary.
 fn bounded(mut message: String) -> String {

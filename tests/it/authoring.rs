@@ -328,3 +328,154 @@ fn the_compile_cache_is_shared_said_and_bounded_across_twenty_rebuilds() {
         "the gateway compiled it again:\n{log}"
     );
 }
+
+/// A starter project in `lang` changed to throw: in transform-request on a message saying
+/// "throw" (or the check's "one word"), in transform-response and in a stream chunk on "boom";
+/// with three cases that meet each. Built with the language's real toolchain.
+fn throwing_project(root: &Path, lang: &str) -> PathBuf {
+    let dir = root.join(lang);
+    let name = format!("throw-{lang}");
+    let (code, out, err) = switchyard(&["adapter", "new", &name, "--lang", lang, "--dir", &dir.display().to_string()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let edit = |file: &str, edits: &[(&str, &str)]| {
+        let path = dir.join(file);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for (at, add) in edits {
+            assert!(text.contains(at), "{file}: {at:?}");
+            text = text.replacen(at, &format!("{at}{add}"), 1);
+        }
+        std::fs::write(path, text).unwrap();
+    };
+    match lang {
+        "js" => edit(
+            "adapter.js",
+            &[
+                (
+                    "    body.model = ctx.upstreamModel;\n",
+                    "    if (/throw|one word/.test(JSON.stringify(body.messages))) notDefinedAnywhere(body);\n",
+                ),
+                (
+                    "    const text = decoder.decode(response.body);\n",
+                    "    if (text.includes('boom')) JSON.parse('{ broken');\n",
+                ),
+                ("    const data = event.data.trim();\n", "    if (data.includes('boom')) null.boom();\n"),
+            ],
+        ),
+        _ => edit(
+            "app.py",
+            &[
+                ("import json\n", "import re\n"),
+                (
+                    "        body[\"model\"] = self.ctx.upstream_model\n",
+                    "        if re.search(\"throw|one word\", json.dumps(body.get(\"messages\"))):\n            raise ValueError(\"the author's own mistake\")\n",
+                ),
+                (
+                    "            raise upstream_error(response)\n",
+                    "        if b\"boom\" in response.body:\n            {}[\"missing key\"]\n",
+                ),
+                ("        data = event.data.strip()\n", "        if \"boom\" in data:\n            1 / 0\n"),
+            ],
+        ),
+    }
+    let cases = dir.join("cases");
+    let example = std::fs::read_to_string(cases.join("example.json")).unwrap();
+    let stream = std::fs::read_to_string(cases.join("stream.json")).unwrap();
+    std::fs::write(cases.join("throw-request.json"), example.replace("\"content\": \"Hi\"", "\"content\": \"throw\""))
+        .unwrap();
+    std::fs::write(
+        cases.join("boom-response.json"),
+        example.replace("\"content\": \"Hello!\"}, \"finish_reason\"", "\"content\": \"boom\"}, \"finish_reason\""),
+    )
+    .unwrap();
+    std::fs::write(
+        cases.join("boom-stream.json"),
+        stream.replace("\\\"content\\\":\\\"Hel\\\"", "\\\"content\\\":\\\"boom\\\""),
+    )
+    .unwrap();
+    let build = Command::new(dir.join("build.sh")).output().unwrap();
+    assert!(build.status.success(), "{lang} build:\n{}", String::from_utf8_lossy(&build.stderr));
+    dir.join(format!("{name}.wasm"))
+}
+
+/// Issue 36's invisible exceptions: what a JavaScript or Python adapter throws reaches the
+/// author — `adapter test` per case and `adapter check` print the message and where it came
+/// from — and the operator (the gateway's log), while a client gets the adapter's name and the
+/// short reason only.
+#[tokio::test]
+async fn an_exception_in_a_javascript_or_python_adapter_says_what_and_where() {
+    let root = tempfile::tempdir().unwrap();
+    let mock = MockUpstream::start().await;
+    for (lang, errors, place) in [
+        (
+            "js",
+            ["ReferenceError: notDefinedAnywhere is not defined", "SyntaxError: JSON.parse", "TypeError:"],
+            "@adapter.js:",
+        ),
+        (
+            "python",
+            ["ValueError: the author's own mistake", "KeyError: 'missing key'", "ZeroDivisionError: division by zero"],
+            "app.py\", line ",
+        ),
+    ] {
+        let wasm = throwing_project(root.path(), lang);
+        let (code, out) = adapter_test(&wasm.display().to_string(), &wasm.parent().unwrap().join("cases"));
+        assert_eq!(code, 1, "{lang}:\n{out}");
+        // One block a case: its FAIL/ok line and the lines under it.
+        let mut blocks: Vec<String> = Vec::new();
+        for line in out.lines() {
+            match blocks.last_mut() {
+                Some(block) if !line.starts_with("FAIL ") && !line.starts_with("ok ") => {
+                    block.push('\n');
+                    block.push_str(line);
+                }
+                _ => blocks.push(line.to_string()),
+            }
+        }
+        for (case, error) in ["throw-request", "boom-response", "boom-stream"].iter().zip(errors) {
+            let report = blocks
+                .iter()
+                .find(|b| b.starts_with("FAIL ") && b.lines().next().unwrap().contains(&format!("{case}.json")))
+                .unwrap_or_else(|| panic!("{lang}: {case} not reported as failing:\n{out}"));
+            assert!(
+                report.contains(error) && report.contains(place),
+                "{lang} {case}: the exception and where:\n{report}"
+            );
+        }
+        let (_, out, err) = switchyard(&[
+            "adapter",
+            "check",
+            &wasm.display().to_string(),
+            "--cache-dir",
+            &shared_cache().display().to_string(),
+        ]);
+        assert!(format!("{out}{err}").contains(errors[0]), "{lang} check:\n{out}{err}");
+
+        // Served by a gateway: the client gets the adapter and the reason; the log, where.
+        let data = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(data.path().join("adapters")).unwrap();
+        let name = format!("throw-{lang}");
+        std::fs::copy(&wasm, data.path().join(format!("adapters/{name}.wasm"))).unwrap();
+        let mut gw = crate::support::binary::Binary::start(
+            data.path(),
+            &format!(
+                "sources:\n  - {{name: s, base_url: '{}', adapter: {name}, models: [{{name: m, upstream: 'say:boom'}}]}}\n",
+                mock.url
+            ),
+        );
+        let answer =
+            gw.chat(&serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "throw"}]})).await;
+        assert_eq!(answer.status(), 502);
+        let text = answer.text().await.unwrap();
+        assert!(
+            text.contains(&name) && text.contains(errors[0]) && !text.contains(place),
+            "{lang}: the client's answer: {text}"
+        );
+        let logged = loop {
+            let line = tokio::time::timeout(std::time::Duration::from_secs(10), gw.log.recv()).await.unwrap().unwrap();
+            if line.contains("adapter error") {
+                break line;
+            }
+        };
+        assert!(logged.contains(errors[0]) && logged.contains(place), "{lang}: the log: {logged}");
+    }
+}

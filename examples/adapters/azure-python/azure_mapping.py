@@ -99,7 +99,9 @@ def deployment_url(ctx, operation=None):
         raise Failure("unsupported", "the azure adapter cannot do the `%s` operation" % operation)
     deployment = ctx.setting("deployment", ctx.upstream_model)
     if not deployment:
-        raise Failure("bad-request", "no Azure deployment: the source has no upstream model "
+        # The operator's setting is missing, not the client's request wrong: `server` (502
+        # naming the adapter), never `bad-request` (a 400 that blames the client).
+        raise Failure("server", "no Azure deployment: the source has no upstream model "
                       "and no `deployment` setting")
     base = ctx.base_url.rstrip("/")
     # Tolerate a base_url written with Azure's `/openai` suffix.

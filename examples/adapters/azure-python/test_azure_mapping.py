@@ -102,7 +102,7 @@ class RequestTests(unittest.TestCase):
         self.assertEqual(e.exception.kind, "bad-request")
         with self.assertRaises(m.Failure) as e:
             m.build_request(ctx(upstream_model=""), "{}")
-        self.assertEqual(e.exception.kind, "bad-request")
+        self.assertEqual(e.exception.kind, "server", "the operator's missing setting, not the client's")
         with self.assertRaises(m.Failure) as e:
             m.build_request(ctx(operation="speech"), "{}")
         self.assertEqual(e.exception.kind, "unsupported")

@@ -29,6 +29,19 @@ class AdapterFailure extends Error {
   }
 }
 
+/**
+ * What an exception in a call becomes: an adapter error whose first line is what was thrown and
+ * whose next lines are where (the gateway logs them; a client sees the first line). Anything but
+ * an AdapterFailure thrown out of a call would trap it, and all anyone would read is
+ * "wasm 'unreachable' instruction executed".
+ */
+function failureOf(e) {
+  if (e instanceof AdapterFailure) return e;
+  const what = e instanceof Error ? `${e.name}: ${e.message}` : `thrown: ${String(e)}`;
+  const where = e instanceof Error && typeof e.stack === 'string' ? e.stack.trim().split('\n').slice(0, 8) : [];
+  return new AdapterFailure('server', [what, ...where.map((line) => `  at ${line.trim()}`)].join('\n'));
+}
+
 function setting(ctx, key) {
   const found = ctx.settings.find(([k]) => k === key);
   return found ? found[1] : undefined;
@@ -148,6 +161,18 @@ class Session {
     }
     return { chunks: [], done: true };
   }
+}
+
+// Every call answers what it throws as an adapter error (see failureOf).
+for (const method of ['transformRequest', 'transformResponse', 'transformStreamChunk', 'finishStream']) {
+  const call = Session.prototype[method];
+  Session.prototype[method] = function guarded(...args) {
+    try {
+      return call.apply(this, args);
+    } catch (e) {
+      throw failureOf(e);
+    }
+  };
 }
 
 export const adapter = {

@@ -13,10 +13,10 @@ copy to bindings/ for your editor):
   option<T>                    -> the value or None
   list<u8>                     -> bytes;  u16, u64 -> int
   list<tuple<string, string>>  -> list of 2-tuples (headers, settings)
-  result<T, adapter-error>     -> return T, or `raise Err(types.AdapterError(...))`; the
-                                  exception must be componentize_py_types.Err itself: any
-                                  other exception traps the call (the gateway counts the
-                                  attempt as an adapter failure)
+  result<T, adapter-error>     -> return T, or `raise Err(types.AdapterError(...))`; any
+                                  other exception would trap the call wordlessly, so
+                                  @guarded (below) turns it into an adapter error that says
+                                  what was raised and where
 The component has no files, network or environment at run time (the gateway links an empty
 WASI): import everything at the top of the module, never inside a function. For a log line
 or the time, use the host: host.log(host.LogLevel.DEBUG, "..."), host.now_unix_ms().
@@ -51,6 +51,32 @@ def failure(kind, message, status=None, retry_after_ms=None, code=None):
     """An `adapter-error`, ready to raise."""
     return Err(types.AdapterError(kind=kind, message=message, status=status,
                                   retry_after_ms=retry_after_ms, code=code))
+
+
+def described(e):
+    """An exception as an adapter error's message: what was raised on the first line (what a
+    client sees), then where (the gateway logs it). traceback.format_exc() prints nothing
+    inside the component, so the frames are walked by hand."""
+    frames = []
+    tb = e.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        frames.append('  File "%s", line %d, in %s' % (code.co_filename, tb.tb_lineno, code.co_name))
+        tb = tb.tb_next
+    return "\n".join(["%s: %s" % (type(e).__name__, e)] + frames[-8:])
+
+
+def guarded(method):
+    """A session call whose exceptions reach the gateway as adapter errors, not traps."""
+    def call(self, *args):
+        try:
+            return method(self, *args)
+        except Err:
+            raise
+        except Exception as e:  # every other exception: said, not trapped
+            raise failure(types.ErrorKind.SERVER, described(e))
+    call.__name__ = method.__name__
+    return call
 
 
 def classify(status, code):
@@ -120,6 +146,7 @@ class Session(adapter_exports.Session):
         self.done = False       # `data: [DONE]` arrived
         self.finished = False   # a choice reported its finish_reason
 
+    @guarded
     def transform_request(self, request: str) -> types.HttpRequest:
         try:
             body = json.loads(request)
@@ -153,6 +180,7 @@ class Session(adapter_exports.Session):
             body=json.dumps(body, ensure_ascii=False).encode("utf-8"),
         )
 
+    @guarded
     def transform_response(self, response: types.HttpResponse) -> str:
         if not 200 <= response.status < 300:
             raise upstream_error(response)
@@ -168,6 +196,7 @@ class Session(adapter_exports.Session):
                           "upstream response has no `%s` array" % wanted, status=response.status)
         return text  # already the unified shape: passed on byte for byte
 
+    @guarded
     def transform_stream_chunk(self, event: types.StreamEvent) -> types.StreamOutput:
         data = event.data.strip()
         if data == "[DONE]":
@@ -190,6 +219,7 @@ class Session(adapter_exports.Session):
                 self.finished = True
         return types.StreamOutput(chunks=[data], done=False)
 
+    @guarded
     def finish_stream(self) -> types.StreamOutput:
         # Some servers close after the finish_reason without `[DONE]`: still complete.
         if self.done or self.finished:
