@@ -325,7 +325,10 @@ impl crate::shared::Replica for Gateway {
     fn install_adapter(&self, name: String, bytes: Vec<u8>) -> futures::future::BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             let name = admin::adapters::checked_name(&name).map_err(|e| e.message.to_string())?;
-            admin::adapters::install(self, &name, &bytes).await.map(|_| ()).map_err(|e| e.message.to_string())
+            admin::adapters::install(self, &name, &bytes, admin::adapters::Naming::PathWins)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.message.to_string())
         })
     }
 

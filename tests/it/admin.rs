@@ -368,7 +368,7 @@ async fn adapters_upload_checked_swap_live_and_leave_open_streams_alone() {
     assert!(!gw.gateway.plugins.names().contains(&"broken".to_string()), "nothing was installed");
 
     let wasm = std::fs::read(guest_wasm("openai")).unwrap();
-    let response = upload("mine", wasm.clone()).await.unwrap();
+    let response = upload("mine?rename=true", wasm.clone()).await.unwrap();
     assert_eq!(response.status(), 201);
     let (status, _) = admin
         .send(reqwest::Method::POST, "/admin/api/sources", Some(json!({"name": "own", "base_url": mock.url, "adapter": "mine", "models": [{"name": "gated-model", "upstream": "gated"}, {"name": "quick", "upstream": "say:via mine"}]})))
@@ -380,7 +380,7 @@ async fn adapters_upload_checked_swap_live_and_leave_open_streams_alone() {
     let stream =
         gw.chat(json!({"model": "gated-model", "stream": true, "messages": [{"role": "user", "content": "x"}]})).await;
     assert_eq!(stream.status(), 200);
-    assert_eq!(upload("mine", wasm).await.unwrap().status(), 200, "replaced");
+    assert_eq!(upload("mine?rename=true", wasm).await.unwrap().status(), 200, "replaced");
     mock.state.gate.add_permits(10);
     let body = stream.text().await.unwrap();
     assert!(body.ends_with("data: [DONE]\n\n"), "{body}");
@@ -552,7 +552,15 @@ async fn an_upload_is_recognised_and_a_name_other_than_the_components_own_is_sai
     assert_eq!(response.status(), 400);
     assert!(response.text().await.unwrap().contains("a core WebAssembly module, not a component"));
 
-    let response = upload("mine", std::fs::read(guest_wasm("openai")).unwrap()).await.unwrap();
+    let openai = std::fs::read(guest_wasm("openai")).unwrap();
+    let response = upload("mine", openai.clone()).await.unwrap();
+    assert_eq!(response.status(), 400, "a component under another name than its own is refused");
+    let refused: Value = response.json().await.unwrap();
+    assert_eq!(refused["error"]["code"], "adapter_name_mismatch");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("describes itself as `openai`") && message.contains("?rename=true"), "{message}");
+    assert!(!gw.gateway.plugins.names().contains(&"mine".to_string()), "nothing was installed");
+    let response = upload("mine?rename=true", openai).await.unwrap();
     assert_eq!(response.status(), 201);
     let installed: Value = response.json().await.unwrap();
     assert_eq!(installed["name"], "mine");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -58,20 +58,31 @@ pub(crate) fn checked_name(name: &str) -> Result<AdapterName, ApiError> {
     }
 }
 
-/// `PUT /admin/api/adapters/{name}` with the component's bytes as the body.
+/// `?rename=true` on an upload: install a component under the path's name although it
+/// describes itself by another.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct UploadOptions {
+    #[serde(default)]
+    rename: bool,
+}
+
+/// `PUT /admin/api/adapters/{name}` with the component's bytes as the body. A component that
+/// describes itself by another name is refused (a renamed file, most often) unless `?rename=true`
+/// says the path's name is meant; then the answer's `note` says which name sources use.
 pub async fn upload(
     State(gw): State<Arc<Gateway>>,
     Path(name): Path<String>,
+    Query(options): Query<UploadOptions>,
     bytes: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let name = checked_name(&name)?;
-    let (adapter, replaced) = install(&gw, &name, &bytes).await?;
+    let naming = if options.rename { Naming::PathWins } else { Naming::MustAgree };
+    let (adapter, replaced) = install(&gw, &name, &bytes, naming).await?;
     if let Some(shared) = &gw.shared {
         shared.publish_adapter(name.as_str(), bytes);
     }
     let status = if replaced { StatusCode::OK } else { StatusCode::CREATED };
     let mut answer = adapter_json(&gw, &adapter);
-    // A component names itself; the path's name is the one sources use, and the answer says so.
     let described = &adapter.metadata().name;
     if !adapter.is_lua() && described != name.as_str() {
         let note = format!(
@@ -83,9 +94,22 @@ pub async fn upload(
     Ok((status, Json(answer)))
 }
 
+/// Whether an upload's name must agree with what its component's `describe()` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    MustAgree,
+    /// The name in the path is meant (an operator's `?rename=true`, another replica's upload).
+    PathWins,
+}
+
 /// Checks an uploaded adapter (a component or a Lua script), writes it to `adapter_dir` and
 /// puts it in use; true when it replaced one. Shared by uploads and other replicas' uploads.
-pub async fn install(gw: &Gateway, name: &AdapterName, bytes: &[u8]) -> Result<(Arc<Adapter>, bool), ApiError> {
+pub async fn install(
+    gw: &Gateway,
+    name: &AdapterName,
+    bytes: &[u8],
+    naming: Naming,
+) -> Result<(Arc<Adapter>, bool), ApiError> {
     let dir = &gw.settings.adapter_dir;
     let refused = |what: &str| {
         ApiError::invalid_request(format!(
@@ -116,6 +140,14 @@ pub async fn install(gw: &Gateway, name: &AdapterName, bytes: &[u8]) -> Result<(
     let adapter = checked.map_err(|e| {
         ApiError::invalid_request(format!("adapter `{name}` was not installed: {e}")).code("invalid_adapter")
     })?;
+    let described = adapter.metadata().name.as_str();
+    if naming == Naming::MustAgree && !adapter.is_lua() && described != name.as_str() {
+        let shown = crate::logsafe::Escaped(described);
+        return Err(ApiError::invalid_request(format!(
+            "adapter `{name}` was not installed: the component describes itself as `{shown}`; upload it as `{shown}`, or add ?rename=true to install it as `{name}` (the name sources use)"
+        ))
+        .code("adapter_name_mismatch"));
+    }
     crate::private_fs::create_dir(dir)
         .and_then(|()| {
             let tmp = file.with_extension(format!("tmp-{}", std::process::id()));

@@ -55,6 +55,7 @@ function header(headers, name) {
 /** HTTP status (and the upstream's error code) -> the error kind the gateway acts on. */
 function classify(status, code) {
   if (code === 'insufficient_quota') return 'quota';
+  if (code === 'content_filter' || code === 'content_policy_violation') return 'content-policy';
   if (status === 401) return 'auth';
   if (status === 402) return 'quota';
   if (status === 403) return 'permission';

@@ -166,7 +166,7 @@ class Session(adapter_exports.Session):
         elif self.ctx.operation == types.Operation.EMBEDDING:
             path = "/embeddings"
         else:
-            raise failure(types.ErrorKind.UNSUPPORTED, "%s cannot generate images" % NAME)
+            path = "/images/generations"
         headers = [("content-type", "application/json")]
         if self.ctx.api_key:
             headers.append(("authorization", "Bearer " + self.ctx.api_key))
