@@ -12,6 +12,7 @@ const env = {
   control: need('CONTROL_URL'),
   shots: need('SHOT_DIR'),
   luaFixture: need('LUA_FIXTURE'),
+  wasmFixture: need('WASM_FIXTURE'),
 };
 
 function need(name) {

@@ -86,6 +86,7 @@ async fn operators_run_the_gateway_from_the_webui_in_a_real_browser() {
         .env("CONTROL_URL", &control)
         .env("SHOT_DIR", &shots)
         .env("LUA_FIXTURE", PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lua/legacy.lua"))
+        .env("WASM_FIXTURE", crate::support::guest_wasm("openai"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);

@@ -43,7 +43,8 @@ function UploadCard({ adapters, onUploaded }) {
     const f = e.dataTransfer?.files?.[0];
     if (f) choose(f);
   };
-  const upload = async (e) => {
+  // `rename`: install a component under this name although it describes itself by another.
+  const upload = async (e, rename = false) => {
     e?.preventDefault();
     setResult(null);
     const r = await submit(async () => {
@@ -51,7 +52,7 @@ function UploadCard({ adapters, onUploaded }) {
       if (!file) throw new Error('Choose a .wasm component or a .lua script first');
       if (!n) throw new Error('Name: required');
       if (!NAME_OK.test(n)) throw new Error(`Name: "${n}" is not an adapter name: use letters, digits, - and _`);
-      return api('PUT', `/adapters/${enc(n)}`, file);
+      return api('PUT', `/adapters/${enc(n)}${rename ? '?rename=true' : ''}`, file);
     });
     if (r) {
       setResult(r);
@@ -95,6 +96,9 @@ function UploadCard({ adapters, onUploaded }) {
       </div>
     </form>
     <${FormError} error=${error} />
+    ${error?.code === 'adapter_name_mismatch' && file ? html`<div class="row">
+      <${Button} busy=${busy} onClick=${() => upload(null, true)}>Install as ${name.trim()} anyway<//>
+    </div>` : null}
     ${result ? html`<div class="state okbox" role="status">
       <strong>Installed adapter ${result.name}</strong>
       <${KV} items=${[['Name', result.name], ['Version', result.version ?? '—'], ['Protocol', result.protocol ?? '—'],

@@ -99,6 +99,26 @@ export default async function (ctx) {
   assert.equal(again.body.choices[0].message.content, UPPER, 'still served by the script');
   await alert.scrollIntoViewIfNeeded();
   await ctx.shot(page, 'adapters');
+
+  // A component uploaded under another name than its own: refused, naming both; installed
+  // under the chosen name only when the operator says so.
+  await page.getByLabel('Adapter file').setInputFiles(ctx.env.wasmFixture);
+  await page.getByLabel('Adapter name').fill('renamed');
+  const [mismatch] = await Promise.all([
+    page.waitForResponse((res) => res.url().endsWith('/admin/api/adapters/renamed') && res.request().method() === 'PUT'),
+    page.getByRole('button', { name: 'Upload and install' }).click(),
+  ]);
+  assert.equal(mismatch.status(), 400);
+  await page.getByRole('alert').filter({ hasText: 'describes itself as `openai`' }).waitFor();
+  assert.ok(!(await ctx.admin('GET', '/adapters')).adapters.some((a) => a.name === 'renamed'), 'nothing installed yet');
+  const [renamed] = await Promise.all([
+    page.waitForResponse((res) => res.url().endsWith('/admin/api/adapters/renamed?rename=true') && res.request().method() === 'PUT'),
+    page.getByRole('button', { name: 'Install as renamed anyway' }).click(),
+  ]);
+  assert.equal(renamed.status(), 201);
+  await page.getByText('Installed adapter renamed').waitFor();
+  assert.ok((await ctx.admin('GET', '/adapters')).adapters.some((a) => a.name === 'renamed'));
+  await ctx.admin('DELETE', '/adapters/renamed');
 }
 
 function adapterRow(page, name) {
