@@ -145,34 +145,6 @@ impl<'de> Deserialize<'de> for Secret {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scrub_masks_a_secret_whole_or_in_part_wherever_it_shows() {
-        let key = Secret::new("sk-proj-0123456789abcdefXYZ");
-        let said = key.scrub("Incorrect API key provided: sk-proj-0123456789abcdefXYZ.");
-        assert_eq!(said, "Incorrect API key provided: sk-…fXYZ.");
-        let said = key.scrub("key sk-proj-0123****fXYZ and 3456789abcde, fine: sk-proj-012");
-        assert!(!said.contains("sk-proj-0123*") && !said.contains("456789abc"), "{said}");
-        assert!(said.ends_with("fine: sk-proj-012"), "runs under 12 characters stay: {said}");
-        assert_eq!(Secret::new("abc").scrub("abc abc"), "abc abc");
-        assert_eq!(Secret::new("ab12").scrub("x ab12 y"), "x … y");
-        assert_eq!(Secret::new("sk-é-0123456789").scrub("é-0123456789 ü"), "sk-…6789 ü");
-    }
-
-    #[test]
-    fn secrets_never_print_in_full() {
-        let secret = Secret::new("sk-proj-abcdefghijklmnop");
-        assert_eq!(secret.masked(), "sk-…mnop");
-        assert_eq!(format!("{secret:?}"), "Secret(sk-…mnop)");
-        assert!(!format!("{secret}").contains("abcdefgh"));
-        assert_eq!(Secret::new("short").masked(), "…");
-        assert_eq!(Secret::new("").masked(), "");
-    }
-}
-
 /// The longest model name a client may send or an upstream may list: names end up in log
 /// rows, metric labels and the WebUI, so one request cannot make any of them large.
 pub const MAX_MODEL_NAME_BYTES: usize = 256;
@@ -200,4 +172,32 @@ pub fn listed_model_name_problem(name: &str) -> Option<&'static str> {
         return Some("contains whitespace, or a control, bidirectional or invisible formatting character");
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrub_masks_a_secret_whole_or_in_part_wherever_it_shows() {
+        let key = Secret::new("sk-proj-0123456789abcdefXYZ");
+        let said = key.scrub("Incorrect API key provided: sk-proj-0123456789abcdefXYZ.");
+        assert_eq!(said, "Incorrect API key provided: sk-…fXYZ.");
+        let said = key.scrub("key sk-proj-0123****fXYZ and 3456789abcde, fine: sk-proj-012");
+        assert!(!said.contains("sk-proj-0123*") && !said.contains("456789abc"), "{said}");
+        assert!(said.ends_with("fine: sk-proj-012"), "runs under 12 characters stay: {said}");
+        assert_eq!(Secret::new("abc").scrub("abc abc"), "abc abc");
+        assert_eq!(Secret::new("ab12").scrub("x ab12 y"), "x … y");
+        assert_eq!(Secret::new("sk-é-0123456789").scrub("é-0123456789 ü"), "sk-…6789 ü");
+    }
+
+    #[test]
+    fn secrets_never_print_in_full() {
+        let secret = Secret::new("sk-proj-abcdefghijklmnop");
+        assert_eq!(secret.masked(), "sk-…mnop");
+        assert_eq!(format!("{secret:?}"), "Secret(sk-…mnop)");
+        assert!(!format!("{secret}").contains("abcdefgh"));
+        assert_eq!(Secret::new("short").masked(), "…");
+        assert_eq!(Secret::new("").masked(), "");
+    }
 }

@@ -115,7 +115,7 @@ fn prune(dir: &Path, keep: usize, max_bytes: u64) {
             Some(Entry { adapter: adapter.to_string(), bytes: meta.len(), used: meta.modified().ok()?, path })
         })
         .collect();
-    entries.sort_by(|a, b| b.used.cmp(&a.used));
+    entries.sort_by_key(|e| std::cmp::Reverse(e.used));
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut total = 0u64;
     for entry in entries {

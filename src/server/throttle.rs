@@ -20,7 +20,7 @@ const TRACKED: usize = 10_000;
 /// host is usually given.
 pub fn client_of(peer: IpAddr, headers: &axum::http::HeaderMap) -> IpAddr {
     let forwarded = || {
-        let value = headers.get_all("x-forwarded-for").iter().last()?.to_str().ok()?;
+        let value = headers.get_all("x-forwarded-for").iter().next_back()?.to_str().ok()?;
         value.rsplit(',').next()?.trim().parse::<IpAddr>().ok()
     };
     let client = if peer.is_loopback() { forwarded().unwrap_or(peer) } else { peer };
