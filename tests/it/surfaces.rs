@@ -749,3 +749,19 @@ async fn the_binary_keeps_its_series_metrics_page_and_memory_bounded_under_made_
     assert!(!after.contains("made-up"));
     assert!(rss_after < rss_before + 64 * 1024, "RSS {rss_before} → {rss_after} KiB");
 }
+
+/// A name nobody serves that `default_model` sends to a configured model is labelled by that
+/// model, and a count_tokens call that falls back to AUTO by `AUTO`: never by the client's string.
+#[tokio::test]
+async fn fallbacks_are_labelled_by_what_they_resolved_to() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&config(1_000_000, &format!("default_model: m\n{}", mock_sources(&mock)))).await;
+    for i in 0..5 {
+        let body = json!({"model": format!("someone-elses-{i}"), "messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(post(&gw.url, "/v1/chat/completions", KEY, &body).await.status(), 200);
+    }
+    let text = metrics_text(&gw.url).await;
+    let requested = label_values(&text, "switchyard_attempts_total", "gen_ai_request_model");
+    assert_eq!(requested, BTreeSet::from(["m".to_string()]), "{text}");
+    assert!(!text.contains("someone-elses"));
+}
