@@ -617,7 +617,7 @@ impl SourceConfig {
     }
 }
 
-/// A source's `passthrough:` — top-level fields, `anthropic-beta` flags and server-side tool
+/// A source's `passthrough:` — top-level fields, `anthropic-beta` flags and held-back tool
 /// types a client may send through this source's native pass-through besides the ordinary
 /// ones (`*`: any).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]

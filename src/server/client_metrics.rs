@@ -56,7 +56,8 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let route = request.extensions().get::<MatchedPath>().map(|p| Arc::<str>::from(p.as_str()));
+        // The router's own shared template (a clone of an `Arc<str>`: no copy per request).
+        let route = request.extensions().get::<MatchedPath>().cloned();
         let method = method_label(request.method());
         let gw = self.gw.settings.metrics.enabled.then(|| self.gw.clone());
         Timed { answer: self.inner.call(request), gw, route, method, started: Instant::now() }
@@ -68,7 +69,7 @@ pin_project_lite::pin_project! {
         #[pin]
         answer: F,
         gw: Option<Arc<Gateway>>,
-        route: Option<Arc<str>>,
+        route: Option<MatchedPath>,
         method: &'static str,
         started: Instant,
     }
@@ -87,7 +88,7 @@ impl<F: Future<Output = Result<Response, Infallible>>> Future for Timed<F> {
             _ if status.is_client_error() || status.is_server_error() => status.as_str(),
             _ => "",
         };
-        let route = this.route.as_deref().unwrap_or("other");
+        let route = this.route.as_ref().map_or("other", MatchedPath::as_str);
         let histogram = gw.metrics.client_request(this.method, route, status.as_u16(), error_type);
         let ends = Observed { histogram, started: *this.started };
         Poll::Ready(Ok(response.map(|body| Guarded::body(body, ends))))

@@ -119,11 +119,16 @@ pub fn body<'a>(protocol: &str, body: &'a [u8], policy: &PassthroughConfig, left
     let refused: Vec<&str> =
         fields.keys().map(|k| k.as_ref()).filter(|k| !allowed(defaults, &policy.fields, k)).collect();
     // Only the tools' types are read, and only when some would be left out is anything copied.
-    let kind = |tool: &serde_json::Value| tool.get("type").and_then(serde_json::Value::as_str).map(str::to_string);
-    let tools: Vec<serde_json::Value> =
+    // Of each tool only its `type` is read (schemas stay unparsed): a request's tools are large.
+    #[derive(serde::Deserialize)]
+    struct Typed {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+    }
+    let kinds: Vec<Typed> =
         fields.get("tools").and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
     let server_tools: Vec<String> =
-        tools.iter().map(kind).filter(|k| !tool_allowed(k.as_deref(), policy)).flatten().collect();
+        kinds.into_iter().filter_map(|t| t.kind).filter(|k| !tool_allowed(Some(k), policy)).collect();
     if refused.is_empty() && server_tools.is_empty() {
         return Cow::Borrowed(body);
     }
@@ -133,10 +138,8 @@ pub fn body<'a>(protocol: &str, body: &'a [u8], policy: &PassthroughConfig, left
     for name in &refused {
         map.remove(*name);
     }
-    if !server_tools.is_empty() {
-        let kept: Vec<serde_json::Value> =
-            tools.into_iter().filter(|t| tool_allowed(kind(t).as_deref(), policy)).collect();
-        map.insert("tools".into(), serde_json::Value::Array(kept));
+    if let Some(serde_json::Value::Array(tools)) = map.get_mut("tools") {
+        tools.retain(|t| tool_allowed(t.get("type").and_then(serde_json::Value::as_str), policy));
     }
     left.fields.extend(refused.iter().map(|f| f.to_string()));
     left.tools.extend(server_tools);
