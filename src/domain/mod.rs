@@ -1,7 +1,8 @@
 //! The bottom floor: plain types and policies every other module shares (names, time, quota
-//! periods, slots, the scheduler's policies, sandbox limits). It imports nothing of ours.
+//! periods, slots, the scheduler's policies, what a failure means, sandbox limits). It imports nothing of ours.
 
 mod clock;
+mod failure;
 mod names;
 mod period;
 mod policy;
@@ -9,6 +10,7 @@ mod sandbox;
 mod slot;
 
 pub use clock::{Clock, ManualClock, SystemClock, UnixMs};
+pub use failure::{Disposition, ErrorType, Failure, FailureKind, Verdict};
 pub use names::{
     AdapterName, GroupName, KeyName, MAX_MODEL_NAME_BYTES, Secret, SourceName, expose_secret,
     listed_model_name_problem, mask,

@@ -101,6 +101,26 @@ impl ErrorKind {
     }
 }
 
+impl From<ErrorKind> for crate::domain::FailureKind {
+    fn from(kind: ErrorKind) -> Self {
+        use crate::domain::FailureKind as K;
+        match kind {
+            ErrorKind::BadRequest => K::BadRequest,
+            ErrorKind::Auth => K::Auth,
+            ErrorKind::Permission => K::Permission,
+            ErrorKind::NotFound => K::NotFound,
+            ErrorKind::RateLimit => K::RateLimit,
+            ErrorKind::Quota => K::Quota,
+            ErrorKind::Overloaded => K::Overloaded,
+            ErrorKind::Server => K::Server,
+            ErrorKind::ContentPolicy => K::ContentPolicy,
+            ErrorKind::InvalidResponse => K::InvalidResponse,
+            ErrorKind::Truncated => K::Truncated,
+            ErrorKind::Unsupported => K::Unsupported,
+        }
+    }
+}
+
 /// Everything one store (one pooled instance) owns.
 pub struct GuestState {
     pub adapter: AdapterName,

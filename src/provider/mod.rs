@@ -25,6 +25,7 @@ pub use stream::{ChunkStream, OnEnd, StreamEnd};
 pub use tally::{Tally, prompt_estimate};
 
 use crate::config::{Config, HttpVersion, ModelConfig, SourceConfig, SourceName};
+use crate::domain::FailureKind;
 use crate::plugin::{
     Adapter, AdapterSession, ClientRequest, GuestError, HttpRequest, HttpResponse, Operation, SourceContext,
 };
@@ -276,7 +277,7 @@ impl Provider {
             if !assembler.is_whole() {
                 return Err(AttemptError::Upstream {
                     source_name: target.source.name.clone(),
-                    kind: crate::plugin::ErrorKind::Truncated,
+                    kind: FailureKind::Truncated,
                     status: None,
                     message: "the upstream's stream ended without a finished answer".into(),
                     retry_after: None,
@@ -329,7 +330,7 @@ impl Provider {
                 Err(e) => e,
                 Ok(_) => AttemptError::Upstream {
                     source_name: target.source.name.clone(),
-                    kind: crate::plugin::ErrorKind::Server,
+                    kind: FailureKind::Server,
                     status: Some(response.status),
                     message: format!("upstream answered HTTP {}", response.status),
                     retry_after: None,
@@ -509,7 +510,7 @@ fn translated(
         Ok(Ok(request)) => Ok(request),
         Ok(Err(verdict)) => Err(AttemptError::Refused {
             adapter: target.adapter.name().clone(),
-            kind: verdict.kind,
+            kind: verdict.kind.into(),
             message: scrub(target.source, &bounded(reason(target.source, verdict.message))),
         }),
         Err(sandbox) => Err(AttemptError::Sandbox(sandbox)),
@@ -545,7 +546,7 @@ fn guest<T>(
 fn upstream(source: &SourceConfig, verdict: GuestError) -> AttemptError {
     AttemptError::Upstream {
         source_name: source.name.clone(),
-        kind: verdict.kind,
+        kind: verdict.kind.into(),
         status: verdict.status,
         message: scrub(source, &bounded(reason(source, verdict.message))),
         retry_after: verdict.retry_after_ms.map(Duration::from_millis),

@@ -264,7 +264,7 @@ async fn step(st: &mut State) -> Result<Step, AttemptError> {
         }
         Ok(Some(Err(e @ FrameError::Invalid(_)))) => Err(AttemptError::Upstream {
             source_name: source.name.clone(),
-            kind: crate::plugin::ErrorKind::InvalidResponse,
+            kind: crate::domain::FailureKind::InvalidResponse,
             status: None,
             message: e.to_string(),
             retry_after: None,

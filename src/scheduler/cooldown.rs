@@ -3,21 +3,7 @@
 
 use std::time::Duration;
 
-use crate::domain::{CooldownPolicy, UnixMs};
-
-/// Why an attempt failed, as far as cooling is concerned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    /// Connect errors, resets, timeouts, 5xx, adapter failures: exponential backoff.
-    Transient,
-    /// 401 / 403: the credentials are wrong; retrying soon is pointless.
-    Auth,
-    /// 429: fixed rest, or the upstream's Retry-After when longer.
-    RateLimited { retry_after: Option<Duration> },
-    /// Quota or credit exhausted: rest until the quota window ends (capped); not a failure of
-    /// the upstream, so the failure count stays.
-    QuotaExhausted { window_ends_in: Option<Duration> },
-}
+use crate::domain::{CooldownPolicy, Failure, UnixMs};
 
 /// Where a slot stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

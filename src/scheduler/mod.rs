@@ -12,18 +12,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use affinity::{AffinityTable, Binding, fingerprint, query_pair};
-pub use cooldown::{Admission, Failure, SlotHealth, Window, probe_budget};
+pub use cooldown::{Admission, SlotHealth, Window, probe_budget};
 pub use persist::{Loaded, Persist, StateChange};
 pub use score::{Stats, score};
 
 pub use crate::domain::{
-    AffinityPolicy, Clock, CooldownPolicy, ManualClock, Period, PeriodName, Quota, ScoringPolicy, SlotKey, SystemClock,
-    UnixMs, Usage,
+    AffinityPolicy, Clock, CooldownPolicy, Failure, ManualClock, Period, PeriodName, Quota, ScoringPolicy, SlotKey,
+    SystemClock, UnixMs, Usage,
 };
 
 use crate::config::{ChannelSelection, Config, KeyName, SourceName};
-use crate::plugin::ErrorKind;
-use crate::provider::AttemptError;
 use crate::router::{Planned, Resolved};
 
 /// Token use of one slot in one kind of period window.
@@ -64,55 +62,6 @@ pub struct Plan<'a> {
     pub skipped: Vec<Skipped>,
     /// The first candidate is there because the conversation was served by it before.
     pub affinity_hit: bool,
-}
-
-/// What an attempt's error means for the request and the slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// The request itself is wrong: it goes back to the client, nothing cools, nothing else is
-    /// tried.
-    Client,
-    /// This adapter could not translate this request: other adapters may, nothing cools.
-    OtherAdapter,
-    /// The source failed: the slot cools and the next candidate is tried.
-    Cool(Failure),
-}
-
-pub fn verdict(error: &AttemptError) -> Verdict {
-    match error {
-        AttemptError::Refused {
-            kind: ErrorKind::BadRequest | ErrorKind::Unsupported | ErrorKind::ContentPolicy,
-            ..
-        } => Verdict::Client,
-        e if e.in_translation() => Verdict::OtherAdapter,
-        e => classify(e).map_or(Verdict::Client, Verdict::Cool),
-    }
-}
-
-/// What an upstream's (or the way to it) error means for the slot: `None` = the source is not
-/// at fault (the request itself was wrong, or the gateway failed it).
-pub fn classify(error: &AttemptError) -> Option<Failure> {
-    match error {
-        AttemptError::Upstream { kind, retry_after, .. } => match kind {
-            ErrorKind::BadRequest | ErrorKind::NotFound | ErrorKind::ContentPolicy | ErrorKind::Unsupported => None,
-            ErrorKind::Auth | ErrorKind::Permission => Some(Failure::Auth),
-            ErrorKind::RateLimit => Some(Failure::RateLimited { retry_after: *retry_after }),
-            ErrorKind::Quota => Some(Failure::QuotaExhausted { window_ends_in: None }),
-            ErrorKind::Overloaded | ErrorKind::Server | ErrorKind::InvalidResponse | ErrorKind::Truncated => {
-                Some(Failure::Transient)
-            }
-        },
-        // Translating the client's request failed: nothing was sent, the source is not at fault.
-        AttemptError::Refused { .. } => None,
-        AttemptError::Sandbox(e) if e.call == crate::plugin::GuestCall::TransformRequest => None,
-        // The gateway's own capacity, or another request's failure on a shared instance.
-        AttemptError::LocalResources { .. } => None,
-        AttemptError::Sandbox(e) if e.cause.is_gateways_own() => None,
-        AttemptError::Sandbox(_)
-        | AttemptError::BadAdapterOutput { .. }
-        | AttemptError::Transport { .. }
-        | AttemptError::Timeout { .. } => Some(Failure::Transient),
-    }
 }
 
 /// A key's quota has no room for another call: tokens used in its window, and those set

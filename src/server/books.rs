@@ -196,7 +196,7 @@ impl Books {
                 (tally, None)
             }
             StreamEnd::Failed(e, tally) => {
-                if let Some(failure) = scheduler::classify(e) {
+                if let Some(failure) = e.disposition().verdict.cooling() {
                     tracing::warn!(slot = %self.slot, "stream broke after its first chunk: {e}");
                     self.gw.scheduler.record_failure(&self.slot, failure);
                 }

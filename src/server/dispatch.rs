@@ -21,9 +21,10 @@ use super::report::Report;
 use super::scope::plan_candidates;
 use super::ticket::Ticket;
 use crate::config::RouteMode;
+use crate::domain::{Failure, Verdict};
 use crate::provider::{AttemptError, Target};
 use crate::router::{self, Planned};
-use crate::scheduler::{self, Candidate, Failure, SlotKey, Timing, UnixMs, Verdict};
+use crate::scheduler::{Candidate, SlotKey, Timing, UnixMs};
 
 /// Resolves, applies the route's mode, and serves. Boxed: modes call back into it.
 pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> BoxFuture<'a, Result<Reply, ApiError>> {
@@ -148,23 +149,24 @@ async fn serve(
                 );
                 return Ok(attempt::reply(name, done, books));
             }
-            // The gateway's own capacity, instance or descriptors failed it: busy, like a full
-            // source; nothing cools.
-            Err(e) if e.is_gateways_own() => {
-                if matches!(e, AttemptError::LocalResources { .. }) {
-                    tracing::warn!(source = %name, "{e}");
-                }
-                report.note(&candidate, e.to_string());
-            }
             Err(e) => {
-                span.record("error.type", ApiError::from(&e).code.as_deref().unwrap_or("error"));
-                span.record("switchyard.failover_reason", tracing::field::display(&e));
-                log.failed(gw, &slot, started, &e);
-                match scheduler::verdict(&e) {
-                    // The request itself is wrong: no other source would take it either.
-                    Verdict::Client => {
-                        return Err(ApiError::from(&e));
+                let disposition = e.disposition();
+                if disposition.verdict != Verdict::GatewayFull {
+                    span.record("error.type", disposition.code.as_deref().unwrap_or("error"));
+                    span.record("switchyard.failover_reason", tracing::field::display(&e));
+                    log.failed(gw, &slot, started, &e);
+                }
+                match disposition.verdict {
+                    // The gateway's own capacity, instance or descriptors failed it: busy, like
+                    // a full source; nothing cools.
+                    Verdict::GatewayFull => {
+                        if matches!(e, AttemptError::LocalResources { .. }) {
+                            tracing::warn!(source = %name, "{e}");
+                        }
+                        report.note(&candidate, e.to_string());
                     }
+                    // The request itself is wrong: no other source would take it either.
+                    Verdict::Client => return Err(ApiError::from(&e)),
                     // This adapter cannot translate this request: the other candidates it
                     // serves would fail alike (and cost as much); nothing cools.
                     Verdict::OtherAdapter => {

@@ -17,7 +17,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("telemetry", &["config"]),
     ("provider", &["domain", "config", "plugin", "telemetry"]),
     ("router", &["domain", "config"]),
-    ("scheduler", &["domain", "config", "router", "provider", "plugin"]),
+    ("scheduler", &["domain", "config", "router"]),
     ("state", &["domain", "config", "scheduler", "private_fs"]),
     ("shared", &["domain", "config", "scheduler", "logsafe"]),
     (
