@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, HeaderValue};
 
 use super::Gateway;
 use super::books::Books;
-use super::call::{Answer, Call, Reply};
+use super::call::{Answer, Call, Protocol, Reply};
 use super::error::ApiError;
 use super::ticket::Ticket;
 use crate::config::{AdapterName, ModelKind, SourceConfig, SourceName};
@@ -38,7 +38,9 @@ pub fn operation(kind: ModelKind) -> Operation {
 pub fn some_adapter_takes(gw: &Gateway, call: &Call<'_>, candidates: &[Planned<'_>]) -> Result<(), ApiError> {
     let (Some(why), Some(native)) = (call.unified_error, call.native) else { return Ok(()) };
     let takes_it = |p: &Planned<'_>| {
-        gw.plugins.adapter(&p.resolved.source.adapter).is_some_and(|a| a.native_headers(native.protocol).is_some())
+        gw.plugins
+            .adapter(&p.resolved.source.adapter)
+            .is_some_and(|a| a.native_headers(native.protocol.as_str()).is_some())
     };
     if candidates.iter().any(takes_it) { Ok(()) } else { Err(ApiError::invalid_request(why.to_string())) }
 }
@@ -57,7 +59,8 @@ pub fn fit(
     if untranslatable.contains(adapter.name()) {
         return Err(format!("adapter `{}` could not translate this request", adapter.name()));
     }
-    let native = call.native.and_then(|n| adapter.native_headers(n.protocol).map(|names| n.for_adapter(names, source)));
+    let native =
+        call.native.and_then(|n| adapter.native_headers(n.protocol.as_str()).map(|names| n.for_adapter(names, source)));
     match (native, call.unified_error) {
         (None, Some(why)) => {
             Err(format!("adapter `{}` takes only translated requests, and this one cannot be: {why}", adapter.name()))
@@ -129,7 +132,7 @@ fn streams_whole_answer(call: &Call<'_>, target: &Target<'_>) -> bool {
         && matches!(target.adapter.origin(), crate::plugin::AdapterOrigin::Builtin)
         // Without usage on its streams the books would have to estimate what the JSON says.
         && target.source.settings.get("stream_usage").map(String::as_str) != Some("false")
-        && target.native.is_none_or(|n| n.protocol == super::chat::PROTOCOL)
+        && target.native.is_none_or(|n| n.protocol == Protocol::OpenAiChat.as_str())
 }
 
 /// A chat request (JSON) asking for a stream with its usage; `None` when it is not a JSON

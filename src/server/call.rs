@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use super::Runtime;
 use super::error::{ApiError, ErrorType};
 use super::passthrough;
+pub use super::passthrough::Protocol;
 use crate::config::{ModelKind, SourceConfig};
 use crate::provider::ChunkStream;
 
@@ -24,8 +25,7 @@ pub enum Answer {
 /// natively (see `wit/adapter.wit`, interface `native`).
 #[derive(Clone, Copy)]
 pub struct Native<'a> {
-    /// `anthropic-messages`, `openai-chat` or `openai-responses`.
-    pub protocol: &'static str,
+    pub protocol: Protocol,
     pub body: &'a [u8],
     pub headers: &'a HeaderMap,
 }
@@ -67,7 +67,7 @@ impl Native<'_> {
             left.tools.truncate(10);
             tracing::info!(source = %source.name, fields, betas, first_fields = ?left.fields, first_betas = ?left.betas, tools = ?left.tools, "pass-through: left out what the source does not allow (sources[].passthrough)");
         }
-        crate::plugin::ClientRequest { protocol: self.protocol.to_string(), body, headers }
+        crate::plugin::ClientRequest { protocol: self.protocol.as_str().to_string(), body, headers }
     }
 }
 

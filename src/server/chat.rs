@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::value::RawValue;
 
-use super::call::{Answer, Call, Native};
+use super::call::{Answer, Call, Native, Protocol};
 use super::dispatch::dispatch;
 use super::envelope::RequestId;
 use super::error::ApiError;
@@ -21,7 +21,6 @@ use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
 /// The client protocol of this door, as adapters that forward it natively name it.
-pub const PROTOCOL: &str = "openai-chat";
 
 pub async fn chat_completions(
     Extension(RequestId(request_id)): Extension<RequestId>,
@@ -56,7 +55,7 @@ pub async fn chat_completions(
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
-        native: Some(Native { protocol: PROTOCOL, body: &bytes, headers: &incoming.headers }),
+        native: Some(Native { protocol: Protocol::OpenAiChat, body: &bytes, headers: &incoming.headers }),
         unified_error: None,
     };
     let reply = dispatch(gw, &key, call).await?;

@@ -9,6 +9,26 @@ use serde_json::value::RawValue;
 
 use crate::config::PassthroughConfig;
 
+/// A client protocol an adapter may forward natively, by the name adapters declare it under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    OpenAiChat,
+    AnthropicMessages,
+    AnthropicCountTokens,
+    OpenAiResponses,
+}
+
+impl Protocol {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Protocol::OpenAiChat => "openai-chat",
+            Protocol::AnthropicMessages => "anthropic-messages",
+            Protocol::AnthropicCountTokens => "anthropic-count-tokens",
+            Protocol::OpenAiResponses => "openai-responses",
+        }
+    }
+}
+
 /// Top-level Messages (and count_tokens) fields forwarded by default: what an ordinary request
 /// carries. Not among them: `mcp_servers`, `container`, `service_tier` (server-side tools,
 /// code containers and priority capacity, billed to the operator).
@@ -106,11 +126,11 @@ fn allowed(defaults: &[&str], extra: &[String], name: &str) -> bool {
 
 /// The body as forwarded for `protocol`: the original bytes when every top-level field is
 /// allowed, else a copy without the others. A protocol without a list (chat) passes whole.
-pub fn body<'a>(protocol: &str, body: &'a [u8], policy: &PassthroughConfig, left: &mut Left) -> Cow<'a, [u8]> {
+pub fn body<'a>(protocol: Protocol, body: &'a [u8], policy: &PassthroughConfig, left: &mut Left) -> Cow<'a, [u8]> {
     let defaults = match protocol {
-        "anthropic-messages" | "anthropic-count-tokens" => MESSAGES_FIELDS,
-        "openai-responses" => RESPONSES_FIELDS,
-        _ => return Cow::Borrowed(body),
+        Protocol::AnthropicMessages | Protocol::AnthropicCountTokens => MESSAGES_FIELDS,
+        Protocol::OpenAiResponses => RESPONSES_FIELDS,
+        Protocol::OpenAiChat => return Cow::Borrowed(body),
     };
     // Only the top-level names are read; the values stay raw text.
     let Ok(fields) = serde_json::from_slice::<BTreeMap<Cow<'_, str>, &RawValue>>(body) else {
@@ -168,16 +188,16 @@ mod tests {
         let policy = PassthroughConfig::default();
         let mut left = Left::default();
         let plain = br#"{"model":"m","max_tokens":5,"messages":[],"thinking":{"type":"enabled"}}"#;
-        assert!(matches!(body("anthropic-messages", plain, &policy, &mut left), Cow::Borrowed(_)));
+        assert!(matches!(body(Protocol::AnthropicMessages, plain, &policy, &mut left), Cow::Borrowed(_)));
         assert!(left.is_empty());
         let costly =
             br#"{"model":"m","mcp_servers":[{"url":"x"}],"messages":[],"container":"c","service_tier":"priority"}"#;
-        let sent = body("anthropic-messages", costly, &policy, &mut left);
+        let sent = body(Protocol::AnthropicMessages, costly, &policy, &mut left);
         let sent: serde_json::Value = serde_json::from_slice(&sent).unwrap();
         assert_eq!(sent, serde_json::json!({"model": "m", "messages": []}));
         assert_eq!(left.fields, ["container", "mcp_servers", "service_tier"]);
         let chat = br#"{"model":"m","service_tier":"flex"}"#;
-        assert!(matches!(body("openai-chat", chat, &policy, &mut Left::default()), Cow::Borrowed(_)));
+        assert!(matches!(body(Protocol::OpenAiChat, chat, &policy, &mut Left::default()), Cow::Borrowed(_)));
     }
 
     #[test]
@@ -186,17 +206,17 @@ mod tests {
         let mut left = Left::default();
         let anthropic = br#"{"model":"m","messages":[],"tools":[{"name":"f","input_schema":{}},{"type":"web_search_20250305","name":"web_search"},{"type":"code_execution_20250825","name":"code_execution"}]}"#;
         let sent: serde_json::Value =
-            serde_json::from_slice(&body("anthropic-messages", anthropic, &policy, &mut left)).unwrap();
+            serde_json::from_slice(&body(Protocol::AnthropicMessages, anthropic, &policy, &mut left)).unwrap();
         let names: Vec<&str> = sent["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["f", "web_search"]);
         assert_eq!(left.tools, ["code_execution_20250825"]);
         let responses = br#"{"model":"m","tools":[{"type":"function","name":"f"},{"type":"web_search"},{"type":"mcp","server_url":"x"}]}"#;
         let mut left = Left::default();
         let sent: serde_json::Value =
-            serde_json::from_slice(&body("openai-responses", responses, &policy, &mut left)).unwrap();
+            serde_json::from_slice(&body(Protocol::OpenAiResponses, responses, &policy, &mut left)).unwrap();
         assert_eq!(sent["tools"], serde_json::json!([{"type": "function", "name": "f"}, {"type": "web_search"}]));
         let allowed = PassthroughConfig { tools: vec!["mcp".into()], ..PassthroughConfig::default() };
-        let sent = body("openai-responses", responses, &allowed, &mut Left::default());
+        let sent = body(Protocol::OpenAiResponses, responses, &allowed, &mut Left::default());
         assert!(matches!(sent, Cow::Borrowed(_)), "mcp allowed: the body goes as sent");
     }
 
@@ -208,7 +228,7 @@ mod tests {
             tools: vec![],
         };
         let mut left = Left::default();
-        let sent = body("openai-responses", br#"{"model":"m","service_tier":"priority"}"#, &policy, &mut left);
+        let sent = body(Protocol::OpenAiResponses, br#"{"model":"m","service_tier":"priority"}"#, &policy, &mut left);
         assert!(matches!(sent, Cow::Borrowed(_)));
         let kept = betas("claude-code-20250219, mcp-client-2025-04-04,files-api-2025-04-14", &policy, &mut left);
         assert_eq!(kept.as_deref(), Some("claude-code-20250219,mcp-client-2025-04-04"));

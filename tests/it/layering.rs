@@ -171,3 +171,91 @@ fn the_modes_reach_the_gateway_only_through_their_dispatcher() {
         }
     }
 }
+
+/// Each module directly under `src/server/` → the sibling modules its files name, through
+/// `crate::server::x`, `super::x` or `super::super::x` (comments and unit tests left out).
+fn server_edges() -> BTreeMap<String, BTreeSet<String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/server");
+    let mut files = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    let siblings: BTreeSet<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().file_stem().unwrap().to_string_lossy().to_string())
+        .filter(|name| name != "mod")
+        .collect();
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for path in files {
+        let rel = path.strip_prefix(&root).unwrap().with_extension("");
+        let mut module: Vec<String> = rel.iter().map(|s| s.to_string_lossy().to_string()).collect();
+        if module.last().is_some_and(|m| m == "mod" || m == "tests") {
+            module.pop();
+        }
+        let Some(own) = module.first().cloned() else { continue };
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code: String = text
+            .split("#[cfg(test)]\nmod ")
+            .next()
+            .unwrap()
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let used = out.entry(own.clone()).or_default();
+        for (at, _) in code.match_indices("super::").chain(code.match_indices("crate::server::")) {
+            // Walk `super::super::…` up from this file's module to the path it names.
+            let (mut base, mut rest) = if code[at..].starts_with("crate::server::") {
+                (Vec::new(), &code[at + "crate::server::".len()..])
+            } else if at >= 2 && &code[at - 2..at] == "::" {
+                continue; // the tail of a `super::super::` already walked
+            } else {
+                (module.clone(), &code[at..])
+            };
+            while let Some(after) = rest.strip_prefix("super::") {
+                base.pop();
+                rest = after;
+            }
+            let named: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            let target = base.first().cloned().unwrap_or(named);
+            if target != own && siblings.contains(&target) {
+                used.insert(target);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_modules_inside_server_form_no_circle() {
+    let edges = server_edges();
+    fn visit(m: &str, edges: &BTreeMap<String, BTreeSet<String>>, path: &mut Vec<String>, done: &mut BTreeSet<String>) {
+        if done.contains(m) {
+            return;
+        }
+        if let Some(at) = path.iter().position(|p| p == m) {
+            panic!("a circle inside server/: {} -> {m}", path[at..].join(" -> "));
+        }
+        path.push(m.to_string());
+        for dep in edges.get(m).into_iter().flatten() {
+            visit(dep, edges, path, done);
+        }
+        path.pop();
+        done.insert(m.to_string());
+    }
+    let mut done = BTreeSet::new();
+    for m in edges.keys() {
+        visit(m, &edges, &mut Vec::new(), &mut done);
+    }
+    // The reader sees the edges it must: a door reaches dispatch, dispatch its ticket.
+    assert!(edges["chat"].contains("dispatch") && edges["dispatch"].contains("ticket"), "{edges:?}");
+}

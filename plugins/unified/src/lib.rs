@@ -182,6 +182,20 @@ pub fn content_text(content: &Value) -> String {
     }
 }
 
+/// An Anthropic image block's `source` as the URL the unified (OpenAI) form carries: a data
+/// URL for `base64`, the URL itself for `url`; `None` for any other source.
+pub fn anthropic_image_url(source: &Value) -> Option<String> {
+    match source["type"].as_str() {
+        Some("base64") => Some(format!(
+            "data:{};base64,{}",
+            source["media_type"].as_str().unwrap_or("image/png"),
+            source["data"].as_str().unwrap_or_default()
+        )),
+        Some("url") => Some(source["url"].as_str().unwrap_or_default().to_string()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,8 +6,6 @@
 mod encode;
 mod request;
 
-pub(crate) use request::image_url;
-
 pub use encode::error_response;
 
 use std::convert::Infallible;
@@ -20,7 +18,7 @@ use futures::StreamExt;
 use serde_json::{Map, Value};
 
 use super::books::{LogContext, LogMode};
-use super::call::{Answer, Call, Native};
+use super::call::{Answer, Call, Native, Protocol};
 use super::dispatch::dispatch;
 use super::envelope::{FrontDoor, RequestId};
 use super::error::{ApiError, ErrorType};
@@ -32,8 +30,6 @@ use crate::provider::{ChunkStream, Completion, Target};
 use crate::scheduler::SlotKey;
 
 /// The client protocols of this door, as adapters that forward them natively name them.
-pub const PROTOCOL: &str = "anthropic-messages";
-pub const COUNT_TOKENS: &str = "anthropic-count-tokens";
 
 /// Says an answer is the gateway's estimate, not the upstream's count.
 const ESTIMATE_HEADER: &str = "x-switchyard-estimate";
@@ -56,7 +52,7 @@ pub async fn messages(
         let (unified, unified_error) = translated(&body, &bytes);
         (checked.model.into_owned(), checked.stream, unified, unified_error)
     };
-    let native = Native { protocol: PROTOCOL, body: &bytes, headers: &incoming.headers };
+    let native = Native { protocol: Protocol::AnthropicMessages, body: &bytes, headers: &incoming.headers };
     let call = Call {
         model: &model,
         unified: &unified,
@@ -146,13 +142,13 @@ pub async fn count_tokens(
         operation: COUNT_TOKENS_OPERATION,
         ..LogContext::of(&call, &key, route.map(|r| r.alias.clone()), LogMode::CountTokens, &label)
     };
-    let native = Native { protocol: COUNT_TOKENS, body: &bytes, headers: &incoming.headers };
+    let native = Native { protocol: Protocol::AnthropicCountTokens, body: &bytes, headers: &incoming.headers };
     let plan = gw.scheduler.plan(candidates, call.model, None);
     // A cooling source is not asked: a count proves nothing about its health either way.
     for candidate in plan.candidates.iter().filter(|c| !c.probe && c.resolved.source.enabled) {
         let source = candidate.resolved.source;
         let Some(adapter) = gw.plugins.adapter(&source.adapter) else { continue };
-        let Some(names) = adapter.native_headers(COUNT_TOKENS) else { continue };
+        let Some(names) = adapter.native_headers(Protocol::AnthropicCountTokens.as_str()) else { continue };
         let slot = SlotKey::of(&candidate.resolved);
         let _ticket = match Ticket::admit(gw, &runtime.provider, candidate, &slot).await {
             Ok(ticket) => ticket,

@@ -240,7 +240,7 @@ fn user(blocks: &[Value], messages: &mut Vec<Value>) -> Result<(), ApiError> {
             }
             Some("text") => parts.push(json!({"type": "text", "text": block["text"]})),
             Some("image") => {
-                let Some(url) = image_url(&block["source"]) else {
+                let Some(url) = switchyard_unified::anthropic_image_url(&block["source"]) else {
                     return Err(ApiError::invalid_request("image source must be base64 or url"));
                 };
                 parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
@@ -257,17 +257,4 @@ fn user(blocks: &[Value], messages: &mut Vec<Value>) -> Result<(), ApiError> {
         messages.push(json!({"role": "user", "content": parts}));
     }
     Ok(())
-}
-/// An Anthropic image block's `source` as the URL the unified (OpenAI) form carries: a data
-/// URL for `base64`, the URL itself for `url`; `None` for any other source.
-pub(crate) fn image_url(source: &Value) -> Option<String> {
-    match source["type"].as_str() {
-        Some("base64") => Some(format!(
-            "data:{};base64,{}",
-            source["media_type"].as_str().unwrap_or("image/png"),
-            source["data"].as_str().unwrap_or_default()
-        )),
-        Some("url") => Some(source["url"].as_str().unwrap_or_default().to_string()),
-        _ => None,
-    }
 }

@@ -123,7 +123,7 @@ fn as_openai_image(block: &Value) -> Value {
         return block.clone();
     }
     let source = &block["source"];
-    let url = crate::server::messages::image_url(source)
+    let url = switchyard_unified::anthropic_image_url(source)
         .unwrap_or_else(|| source["url"].as_str().unwrap_or_default().to_string());
     json!({"type": "image_url", "image_url": {"url": url}})
 }

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::{Map, Value};
 
-use super::call::{Answer, Call, Native};
+use super::call::{Answer, Call, Native, Protocol};
 use super::dispatch::dispatch;
 use super::envelope::RequestId;
 use super::error::{ApiError, ErrorType};
@@ -28,7 +28,6 @@ pub use store::StoredBudget;
 use store::Turn;
 
 /// The client protocol of this door, as adapters that forward it natively name it.
-pub const PROTOCOL: &str = "openai-responses";
 
 pub async fn responses(
     Extension(RequestId(request_id)): Extension<RequestId>,
@@ -93,7 +92,7 @@ pub async fn responses(
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
-        native: Some(Native { protocol: PROTOCOL, body: &forwarded, headers: &incoming.headers }),
+        native: Some(Native { protocol: Protocol::OpenAiResponses, body: &forwarded, headers: &incoming.headers }),
         unified_error: unified_error.as_deref(),
     };
     let echo = encode::Echo {
