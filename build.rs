@@ -1,5 +1,6 @@
 // Builds the guest adapters in plugins/ for wasm32-wasip2 (their own workspace and target dir,
 // so the nested cargo never waits on our lock) and copies the components into OUT_DIR/guests.
+#![allow(clippy::unwrap_used, reason = "a build script stops the build at its first failure")]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

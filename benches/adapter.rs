@@ -2,6 +2,7 @@
 //! transform-request on a ~2 KB body with instance checkout, per stream chunk, a cold
 //! instance (native and the bundled Lua anthropic script), and engine cold start with and
 //! without the compiled-component cache.
+#![allow(clippy::unwrap_used, reason = "a benchmark stops at its first failure")]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -15,5 +15,6 @@ pub mod server;
 pub mod shared;
 pub mod startup;
 pub mod state;
+pub mod tasks;
 pub mod telegram;
 pub mod telemetry;

@@ -16,7 +16,7 @@ use switchyard::startup;
 // back within a second what a burst freed, which glibc kept.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-#[allow(non_upper_case_globals)]
+#[expect(non_upper_case_globals, reason = "jemalloc reads this symbol by its C name")]
 #[unsafe(export_name = "_rjem_malloc_conf")]
 static malloc_conf: &[u8] = b"narenas:1,background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 

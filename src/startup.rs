@@ -120,7 +120,7 @@ fn prune_hourly(
     responses: Option<u32>,
 ) {
     let before = move |days: u32| clock.now().0.saturating_sub(days as u64 * 86_400_000);
-    tokio::spawn(async move {
+    crate::tasks::spawn("retention pruner", async move {
         let mut hourly = tokio::time::interval(std::time::Duration::from_secs(3600));
         loop {
             hourly.tick().await;
@@ -138,7 +138,7 @@ fn prune_hourly(
 /// (each adapter keeps one warm instance).
 pub fn shrink_idle_pools(gateway: &Arc<Gateway>) {
     let gateway = Arc::downgrade(gateway);
-    tokio::spawn(async move {
+    crate::tasks::spawn("idle pool shrinker", async move {
         let mut every = tokio::time::interval(crate::plugin::IDLE_INSTANCE_TTL / 4);
         loop {
             every.tick().await;
@@ -183,7 +183,7 @@ pub fn raise_open_file_limit(max_in_flight: u32) -> Option<u64> {
 /// thousands of requests in flight otherwise leaves its peak resident for good).
 pub fn return_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    tokio::spawn(async {
+    crate::tasks::spawn("malloc trimmer", async {
         let mut every_minute = tokio::time::interval(std::time::Duration::from_secs(60));
         loop {
             every_minute.tick().await;

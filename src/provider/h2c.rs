@@ -139,10 +139,10 @@ impl H2c {
         let _one_at_a_time = self.connecting.lock().await;
         // Another request may have connected while this one waited: take its connection if it
         // takes new streams.
-        if let Some(open) = self.open() {
-            if let Ok(sender) = open.sender.ready().await {
-                return Ok(sender);
-            }
+        if let Some(open) = self.open()
+            && let Ok(sender) = open.sender.ready().await
+        {
+            return Ok(sender);
         }
         let Origin { host, port } = &self.origin;
         let tcp = tokio::time::timeout(self.connect_timeout, TcpStream::connect((host.as_str(), *port)))
@@ -162,7 +162,7 @@ impl H2c {
             .map_err(|e| H2cError::Handshake(host.clone(), *port, e))?;
         let ended = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&ended);
-        tokio::spawn(async move {
+        crate::tasks::spawn("upstream h2c connection", async move {
             if let Err(e) = connection.await {
                 tracing::debug!("an upstream HTTP/2 connection ended: {e}");
             }

@@ -142,42 +142,14 @@ pub struct Books {
     pub affinity_hit: bool,
     /// The request's prompt tokens as estimated, for when the upstream reports none.
     pub prompt_estimate: u64,
-    /// The key's tokens set aside for this call, given back once the real ones are counted.
-    _reservation: Reservation,
+    /// The key's tokens set aside for this call, given back (dropped) once the real ones are
+    /// counted.
+    pub reservation: Reservation,
     /// The attempt's span: its usage is recorded when the answer ends, and so does the span.
-    span: tracing::Span,
+    pub span: tracing::Span,
 }
 
 impl Books {
-    #[allow(clippy::too_many_arguments)]
-    pub fn open(
-        gw: Arc<Gateway>,
-        slot: SlotKey,
-        periods: Vec<Period>,
-        bind: Option<(KeyName, IpAddr, Value)>,
-        log: LogContext,
-        started: Instant,
-        first_byte: Duration,
-        affinity_hit: bool,
-        prompt_estimate: u64,
-        reservation: Reservation,
-        span: tracing::Span,
-    ) -> Books {
-        Books {
-            gw,
-            slot,
-            periods,
-            bind,
-            log,
-            started,
-            first_byte,
-            affinity_hit,
-            prompt_estimate,
-            _reservation: reservation,
-            span,
-        }
-    }
-
     /// Closes the books: tokens (the upstream's, or an estimate when it reported none) against
     /// the quotas, the binding of the next turn, and the log row, journaled when this returns.
     /// Whatever was generated is charged, also when the stream broke or the client left.
@@ -243,6 +215,8 @@ impl Books {
         if let Some(period) = self.log.key_period {
             self.gw.scheduler.add_key_usage(&self.log.key, period, tally.tokens());
         }
+        // The real tokens are counted: the key's set-aside ones go back.
+        drop(self.reservation);
         self.gw.log(row, &self.log);
     }
 }

@@ -20,8 +20,6 @@ use super::request::{ChatRequest, Incoming, parse_json};
 use crate::config::ModelKind;
 use crate::provider::ChunkStream;
 
-/// The client protocol of this door, as adapters that forward it natively name it.
-
 pub async fn chat_completions(
     Extension(RequestId(request_id)): Extension<RequestId>,
     mut incoming: Incoming,

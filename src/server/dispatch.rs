@@ -134,19 +134,19 @@ async fn serve(
                 let ms = elapsed.as_millis() as u64;
                 tracing::debug!(source = %name, ms, probe = candidate.probe, after_failures = report.failures, "head answered");
                 gw.metrics.failed_over(&log.requested_model, report.failures);
-                let books = Books::open(
-                    Arc::clone(gw),
-                    slot.clone(),
-                    router::quota_periods(&call.runtime.config, &slot),
-                    conversation.last.map(|last| (key.name.clone(), call.client_ip, last)),
+                let books = Books {
+                    gw: Arc::clone(gw),
+                    periods: router::quota_periods(&call.runtime.config, &slot),
+                    slot: slot.clone(),
+                    bind: conversation.last.map(|last| (key.name.clone(), call.client_ip, last)),
                     log,
                     started,
-                    elapsed,
-                    plan.affinity_hit && attempt == 0,
+                    first_byte: elapsed,
+                    affinity_hit: plan.affinity_hit && attempt == 0,
                     prompt_estimate,
-                    reservation.take().expect("one answer per request"),
+                    reservation: reservation.take().expect("one answer per request"),
                     span,
-                );
+                };
                 return Ok(attempt::reply(name, done, books));
             }
             Err(e) => {

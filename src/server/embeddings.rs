@@ -10,25 +10,26 @@ use super::call::{Answer, Call};
 use super::dispatch::dispatch;
 use super::envelope::RequestId;
 use super::error::ApiError;
-use super::request::{Incoming, parse_json};
+use super::request::{Checked, Incoming, parse_json};
 use crate::config::ModelKind;
 
-#[allow(dead_code)] // fields exist to be type-checked
+/// The fields checked before the body passes on as sent.
 #[derive(Debug, Deserialize)]
 struct EmbeddingsRequest<'a> {
     #[serde(borrow)]
     model: super::request::ModelName<'a>,
     input: Input,
-    dimensions: Option<u32>,
-    encoding_format: Option<String>,
+    #[serde(rename = "dimensions")]
+    _dimensions: Option<Checked<u32>>,
+    #[serde(rename = "encoding_format")]
+    _encoding_format: Option<Checked<String>>,
 }
 
-#[allow(dead_code)]
 #[derive(Debug, Deserialize)]
 #[serde(untagged, expecting = "a string or an array of strings")]
 enum Input {
-    One(String),
-    Many(Vec<String>),
+    One(Checked<String>),
+    Many(Vec<Checked<String>>),
 }
 
 pub async fn embeddings(

@@ -11,11 +11,11 @@ use super::call::{Answer, Call};
 use super::dispatch::dispatch;
 use super::envelope::RequestId;
 use super::error::ApiError;
-use super::request::{Incoming, check, parse_json};
+use super::request::{Checked, Incoming, check, parse_json};
 use crate::config::ModelKind;
 use crate::router::AUTO;
 
-#[allow(dead_code)] // fields exist to be type-checked
+/// The fields checked (and the few read) before the request goes on in the unified form.
 #[derive(Debug, Deserialize)]
 struct ImagesRequest<'a> {
     /// Absent: `AUTO` (the `auto_image` chain).
@@ -23,11 +23,15 @@ struct ImagesRequest<'a> {
     model: Option<super::request::ModelName<'a>>,
     prompt: String,
     n: Option<u32>,
-    size: Option<String>,
-    quality: Option<String>,
-    style: Option<String>,
-    response_format: Option<String>,
     stream: Option<bool>,
+    #[serde(rename = "size")]
+    _size: Option<Checked<String>>,
+    #[serde(rename = "quality")]
+    _quality: Option<Checked<String>>,
+    #[serde(rename = "style")]
+    _style: Option<Checked<String>>,
+    #[serde(rename = "response_format")]
+    _response_format: Option<Checked<String>>,
 }
 
 pub async fn images(

@@ -47,7 +47,7 @@ pub async fn serve(
         let metrics = TcpListener::bind(at).await?;
         tracing::info!("metrics on http://{}/metrics", metrics.local_addr()?);
         let app = gateway.metrics_router().into_make_service_with_connect_info::<SocketAddr>();
-        tokio::spawn(async move {
+        crate::tasks::spawn("metrics listener", async move {
             if let Err(e) = axum::serve(metrics, app).await {
                 tracing::warn!("the metrics listener stopped: {e}");
             }
@@ -71,7 +71,7 @@ pub async fn serve(
         .max_header_list_size(H2_MAX_HEADER_LIST);
     let builder = Arc::new(builder);
     let connections = Arc::new(Semaphore::new(limits.max_connections as usize));
-    let handle = tokio::spawn(async move {
+    let handle = crate::tasks::spawn("main listener", async move {
         let graceful = GracefulShutdown::new();
         tokio::pin!(shutdown);
         loop {
@@ -92,7 +92,7 @@ pub async fn serve(
                 tracing::debug!("cannot set TCP_NODELAY on a client connection: {e}");
             }
             let Ok(place) = connections.clone().try_acquire_owned() else {
-                tokio::spawn(refuse(stream, limits.max_connections));
+                crate::tasks::spawn("connection refuser", refuse(stream, limits.max_connections));
                 continue;
             };
             let app = app.clone();
@@ -107,7 +107,7 @@ pub async fn serve(
             });
             let (builder, watcher) = (builder.clone(), graceful.watcher());
             let idle = (limits.header_timeout(), limits.idle_timeout());
-            tokio::spawn(async move {
+            crate::tasks::spawn("client connection", async move {
                 let connection = watcher.watch(builder.serve_connection_with_upgrades(TokioIo::new(stream), service));
                 tokio::select! {
                     ended = connection => {

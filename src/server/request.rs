@@ -156,9 +156,20 @@ impl<'de: 'a, 'a> Deserialize<'de> for ModelName<'a> {
     }
 }
 
+/// A field the gateway type-checks and never reads: the body passes on as the client sent
+/// it, so a wrong type is refused here, naming the field, instead of by the upstream. A
+/// `_`-named field of this type says so where it is declared.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Checked<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Checked<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(|_| Checked(std::marker::PhantomData))
+    }
+}
+
 /// The Chat Completions fields the gateway checks before any adapter sees the request;
-/// everything else passes through untouched. Most fields exist only to be type-checked.
-#[allow(dead_code)]
+/// everything else passes through untouched.
 #[derive(Debug, Deserialize)]
 pub struct ChatRequest<'a> {
     #[serde(borrow)]
@@ -166,17 +177,27 @@ pub struct ChatRequest<'a> {
     pub messages: Vec<Message>,
     #[serde(default)]
     pub stream: Option<bool>,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub max_tokens: Option<u64>,
-    pub max_completion_tokens: Option<u64>,
-    pub n: Option<u32>,
-    pub presence_penalty: Option<f64>,
-    pub frequency_penalty: Option<f64>,
-    pub seed: Option<i64>,
-    pub stop: Option<Stop>,
-    pub tools: Option<Vec<Tool>>,
     pub stream_options: Option<StreamOptions>,
+    #[serde(rename = "temperature")]
+    _temperature: Option<Checked<f64>>,
+    #[serde(rename = "top_p")]
+    _top_p: Option<Checked<f64>>,
+    #[serde(rename = "max_tokens")]
+    _max_tokens: Option<Checked<u64>>,
+    #[serde(rename = "max_completion_tokens")]
+    _max_completion_tokens: Option<Checked<u64>>,
+    #[serde(rename = "n")]
+    _n: Option<Checked<u32>>,
+    #[serde(rename = "presence_penalty")]
+    _presence_penalty: Option<Checked<f64>>,
+    #[serde(rename = "frequency_penalty")]
+    _frequency_penalty: Option<Checked<f64>>,
+    #[serde(rename = "seed")]
+    _seed: Option<Checked<i64>>,
+    #[serde(rename = "stop")]
+    _stop: Option<Checked<Stop>>,
+    #[serde(rename = "tools")]
+    _tools: Option<Checked<Vec<Tool>>>,
 }
 
 impl ChatRequest<'_> {
@@ -195,12 +216,12 @@ pub struct StreamOptions {
     pub include_usage: Option<bool>,
 }
 
-#[allow(dead_code)]
 #[derive(Debug, Deserialize)]
 pub struct Message {
-    pub role: Role,
-    #[serde(default)]
-    pub content: Option<Content>,
+    #[serde(rename = "role")]
+    _role: Checked<Role>,
+    #[serde(rename = "content", default)]
+    _content: Option<Checked<Content>>,
 }
 
 #[derive(Debug, Deserialize, PartialEq, Eq)]
@@ -215,34 +236,30 @@ pub enum Role {
 }
 
 /// `content`: a string or a list of typed parts.
-#[allow(dead_code)]
 #[derive(Debug, Deserialize)]
 #[serde(untagged, expecting = "a string or an array of content parts")]
 pub enum Content {
-    Text(String),
-    Parts(Vec<Part>),
+    Text(Checked<String>),
+    Parts(Checked<Vec<Part>>),
 }
 
-#[allow(dead_code)]
 #[derive(Debug, Deserialize)]
 pub struct Part {
     #[serde(rename = "type")]
-    pub kind: String,
+    _kind: Checked<String>,
 }
 
-#[allow(dead_code)]
 #[derive(Debug, Deserialize)]
 #[serde(untagged, expecting = "a string or an array of strings")]
 pub enum Stop {
-    One(String),
-    Many(Vec<String>),
+    One(Checked<String>),
+    Many(Checked<Vec<String>>),
 }
 
-#[allow(dead_code)]
 #[derive(Debug, Deserialize)]
 pub struct Tool {
     #[serde(rename = "type")]
-    pub kind: String,
+    _kind: Checked<String>,
 }
 
 #[cfg(test)]

@@ -179,9 +179,9 @@ impl Shared {
     pub fn start(self: &Arc<Self>, replica: Weak<dyn Replica>) {
         let shared = self.clone();
         let weak = replica.clone();
-        tokio::spawn(async move { shared.sync_loop(weak).await });
+        crate::tasks::spawn("replica sync", async move { shared.sync_loop(weak).await });
         let shared = self.clone();
-        tokio::spawn(async move { shared.listen_loop(replica).await });
+        crate::tasks::spawn("replica event listener", async move { shared.listen_loop(replica).await });
     }
 
     /// One last exchange (at shutdown), bounded to a second; nothing happens without Redis.
@@ -291,7 +291,7 @@ impl Shared {
         use std::sync::atomic::Ordering::SeqCst;
         let shared = self.clone();
         let seq = self.publish_seq.fetch_add(1, SeqCst) + 1;
-        tokio::spawn(async move {
+        crate::tasks::spawn("runtime publisher", async move {
             // One at a time, newest edit only: two quick edits cannot reach Redis out of order.
             let mut published = shared.published.lock().await;
             if *published >= seq {
@@ -350,7 +350,7 @@ impl Shared {
     /// Runs `pipe` on Redis in the background; while Redis is away the edit stays local.
     fn send_later(self: &Arc<Self>, pipe: redis::Pipeline, what: &'static str) {
         let shared = self.clone();
-        tokio::spawn(async move {
+        crate::tasks::spawn("redis write", async move {
             let Some(mut conn) = shared.conn.load_full().map(|c| ConnectionManager::clone(&c)) else {
                 tracing::warn!("shared state unreachable: {what} stays on this replica");
                 return;

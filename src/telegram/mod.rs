@@ -76,8 +76,8 @@ impl Bot {
     /// Starts the bot's two loops (updates, alerts) on the runtime.
     pub fn spawn(self: Arc<Self>) {
         let alerts = self.clone();
-        tokio::spawn(async move { alerts.watch().await });
-        tokio::spawn(async move { self.run().await });
+        crate::tasks::spawn("telegram alerts", async move { alerts.watch().await });
+        crate::tasks::spawn("telegram updates", async move { self.run().await });
     }
 
     /// Sets the command menu, then answers updates for as long as the process runs.

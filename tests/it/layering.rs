@@ -11,15 +11,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("domain", &[]),
     ("logsafe", &[]),
     ("private_fs", &[]),
+    ("tasks", &[]),
     ("config", &["domain"]),
     ("logging", &["config", "logsafe"]),
     ("plugin", &["domain", "config", "logsafe", "private_fs", "telemetry"]),
     ("telemetry", &["config"]),
-    ("provider", &["domain", "config", "plugin", "telemetry"]),
+    ("provider", &["domain", "config", "plugin", "telemetry", "tasks"]),
     ("router", &["domain", "config"]),
     ("scheduler", &["domain", "config", "router"]),
     ("state", &["domain", "config", "scheduler", "private_fs"]),
-    ("shared", &["domain", "config", "scheduler", "logsafe"]),
+    ("shared", &["domain", "config", "scheduler", "logsafe", "tasks"]),
     (
         "server",
         &[
@@ -35,11 +36,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "private_fs",
             "telemetry",
             "shared",
+            "tasks",
         ],
     ),
     ("authoring", &["domain", "config", "plugin", "provider"]),
-    ("telegram", &["domain", "config", "server"]),
-    ("startup", &["domain", "config", "plugin", "scheduler", "server", "shared", "state", "private_fs"]),
+    ("telegram", &["domain", "config", "server", "tasks"]),
+    ("startup", &["domain", "config", "plugin", "scheduler", "server", "shared", "state", "private_fs", "tasks"]),
 ];
 
 /// Top-level module → the top-level modules its files name through `crate::`.

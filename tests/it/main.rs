@@ -1,5 +1,11 @@
 //! Integration tests: one crate (links wasmtime once), real HTTP on loopback, the real
 //! built adapters in the real engine.
+#![allow(
+    clippy::unwrap_used,
+    clippy::disallowed_methods,
+    clippy::large_futures,
+    reason = "a test fails loudly at its first surprise, spawns its own servers and awaits each future once"
+)]
 
 mod support;
 

@@ -29,8 +29,6 @@ use crate::plugin::Operation;
 use crate::provider::{ChunkStream, Completion, Target};
 use crate::scheduler::SlotKey;
 
-/// The client protocols of this door, as adapters that forward them natively name them.
-
 /// Says an answer is the gateway's estimate, not the upstream's count.
 const ESTIMATE_HEADER: &str = "x-switchyard-estimate";
 

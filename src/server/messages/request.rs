@@ -6,31 +6,38 @@ use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 
 use crate::server::error::ApiError;
+use crate::server::request::Checked;
 
 /// The fields checked before translating (checked on the parsed body, borrowing from it:
-/// nothing large is copied); everything is read from the JSON value after.
-#[allow(dead_code)] // fields exist to be type-checked
+/// nothing large is copied); the translation reads the JSON value after.
 #[derive(Debug, Deserialize)]
 pub struct MessagesRequest<'a> {
     #[serde(borrow)]
     pub model: crate::server::request::ModelName<'a>,
-    pub max_tokens: Option<u64>,
     pub messages: Vec<Message>,
     #[serde(default)]
     pub stream: bool,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub top_k: Option<u64>,
-    pub stop_sequences: Option<Vec<String>>,
-    pub tools: Option<Vec<Tool>>,
+    #[serde(rename = "max_tokens")]
+    _max_tokens: Option<Checked<u64>>,
+    #[serde(rename = "temperature")]
+    _temperature: Option<Checked<f64>>,
+    #[serde(rename = "top_p")]
+    _top_p: Option<Checked<f64>>,
+    #[serde(rename = "top_k")]
+    _top_k: Option<Checked<u64>>,
+    #[serde(rename = "stop_sequences")]
+    _stop_sequences: Option<Checked<Vec<String>>>,
+    #[serde(rename = "tools")]
+    _tools: Option<Vec<Tool>>,
 }
 
-#[allow(dead_code)]
 #[derive(Debug, Deserialize)]
 pub struct Message {
-    pub role: Role,
+    #[serde(rename = "role")]
+    _role: Checked<Role>,
     /// Required; its shape is checked where it is translated.
-    pub content: IgnoredAny,
+    #[serde(rename = "content")]
+    _content: IgnoredAny,
 }
 
 #[derive(Debug, Deserialize, PartialEq, Eq)]
@@ -42,10 +49,10 @@ pub enum Role {
     System,
 }
 
-#[allow(dead_code)]
 #[derive(Debug, Deserialize)]
 pub struct Tool {
-    pub name: String,
+    #[serde(rename = "name")]
+    _name: Checked<String>,
 }
 
 /// Translates a validated Messages request (as JSON) into the unified form.

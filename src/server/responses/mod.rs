@@ -27,8 +27,6 @@ use crate::provider::ChunkStream;
 pub use store::StoredBudget;
 use store::Turn;
 
-/// The client protocol of this door, as adapters that forward it natively name it.
-
 pub async fn responses(
     Extension(RequestId(request_id)): Extension<RequestId>,
     mut incoming: Incoming,
@@ -38,7 +36,7 @@ pub async fn responses(
     let mut raw: Map<String, Value> = parse_json(&bytes)?;
     let checked = {
         let checked: request::ResponsesRequest = check(&raw)?;
-        request::Checked::from(checked)
+        request::Kept::from(checked)
     };
     tracing::Span::current().record("model", &*checked.model);
     let input = request::input_items(&raw)?;

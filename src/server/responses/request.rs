@@ -7,37 +7,43 @@ use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 
 use crate::server::error::ApiError;
+use crate::server::request::Checked;
 
-/// The fields type-checked before translating, on the parsed body (`input` and `tools` only
-/// in shape: nothing large is copied; the rest is read from the JSON value).
-#[allow(dead_code)] // fields exist to be type-checked
+/// The fields type-checked before translating, on the parsed body (`tools` only in shape:
+/// nothing large is copied; the translation reads the JSON value).
 #[derive(Debug, Deserialize)]
 pub struct ResponsesRequest<'a> {
     #[serde(borrow)]
     pub model: crate::server::request::ModelName<'a>,
-    pub instructions: Option<String>,
     #[serde(default)]
     pub stream: bool,
-    pub max_output_tokens: Option<u64>,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub tools: Option<Vec<IgnoredAny>>,
-    pub parallel_tool_calls: Option<bool>,
     pub previous_response_id: Option<String>,
     pub store: Option<bool>,
+    #[serde(rename = "instructions")]
+    _instructions: Option<Checked<String>>,
+    #[serde(rename = "max_output_tokens")]
+    _max_output_tokens: Option<Checked<u64>>,
+    #[serde(rename = "temperature")]
+    _temperature: Option<Checked<f64>>,
+    #[serde(rename = "top_p")]
+    _top_p: Option<Checked<f64>>,
+    #[serde(rename = "tools")]
+    _tools: Option<Checked<Vec<IgnoredAny>>>,
+    #[serde(rename = "parallel_tool_calls")]
+    _parallel_tool_calls: Option<Checked<bool>>,
 }
 
 /// What the door keeps of the checked fields once the body is changed (a replayed history).
-pub struct Checked {
+pub struct Kept {
     pub model: String,
     pub stream: bool,
     pub previous_response_id: Option<String>,
     pub store: Option<bool>,
 }
 
-impl From<ResponsesRequest<'_>> for Checked {
-    fn from(r: ResponsesRequest<'_>) -> Checked {
-        Checked {
+impl From<ResponsesRequest<'_>> for Kept {
+    fn from(r: ResponsesRequest<'_>) -> Kept {
+        Kept {
             model: r.model.into_owned(),
             stream: r.stream,
             previous_response_id: r.previous_response_id,
