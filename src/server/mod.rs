@@ -392,3 +392,6 @@ async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
     .code("unknown_url");
     if uri.path().starts_with("/v1/messages") { messages::error_response(error) } else { error.into_response() }
 }
+
+#[cfg(test)]
+mod golden;

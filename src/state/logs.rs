@@ -41,8 +41,8 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
         ))?;
     }
     conn.execute_batch(TABLE)?;
-    super::add_column(conn, "request_logs", "usage_estimated", "INTEGER NOT NULL DEFAULT 0")?;
-    super::add_column(conn, "request_logs", "replica", "TEXT")?;
+    super::schema::add_column(conn, "request_logs", "usage_estimated", "INTEGER NOT NULL DEFAULT 0")?;
+    super::schema::add_column(conn, "request_logs", "replica", "TEXT")?;
     conn.execute_batch(INDEXES)
 }
 

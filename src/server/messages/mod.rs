@@ -242,3 +242,6 @@ fn sse_response(chunks: ChunkStream, input_estimate: u64) -> Response {
         .body(Body::from_stream(events))
         .expect("static headers are valid")
 }
+
+#[cfg(test)]
+mod tests;

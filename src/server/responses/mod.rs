@@ -241,3 +241,6 @@ fn event_stream(events: impl futures::Stream<Item = Result<Bytes, Infallible>> +
         .body(Body::from_stream(events))
         .expect("static headers are valid")
 }
+
+#[cfg(test)]
+mod tests;
