@@ -182,17 +182,30 @@ pub fn content_text(content: &Value) -> String {
     }
 }
 
-/// An Anthropic image block's `source` as the URL the unified (OpenAI) form carries: a data
-/// URL for `base64`, the URL itself for `url`; `None` for any other source.
-pub fn anthropic_image_url(source: &Value) -> Option<String> {
-    match source["type"].as_str() {
-        Some("base64") => Some(format!(
-            "data:{};base64,{}",
-            source["media_type"].as_str().unwrap_or("image/png"),
-            source["data"].as_str().unwrap_or_default()
-        )),
-        Some("url") => Some(source["url"].as_str().unwrap_or_default().to_string()),
-        _ => None,
+/// An Anthropic image block's `source`: `base64` (with `media_type` and `data`) or `url`;
+/// other kinds (a `file` id) have no URL the unified form can carry.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AnthropicImageSource {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub media_type: Option<String>,
+    pub data: Option<String>,
+    pub url: Option<String>,
+}
+
+impl AnthropicImageSource {
+    /// As the URL the unified (OpenAI) form carries: a data URL for `base64`, the URL itself
+    /// for `url`; `None` for any other source.
+    pub fn url(&self) -> Option<String> {
+        match self.kind.as_deref() {
+            Some("base64") => Some(format!(
+                "data:{};base64,{}",
+                self.media_type.as_deref().unwrap_or("image/png"),
+                self.data.as_deref().unwrap_or_default()
+            )),
+            Some("url") => Some(self.url.clone().unwrap_or_default()),
+            _ => None,
+        }
     }
 }
 

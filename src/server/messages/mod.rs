@@ -15,14 +15,13 @@ use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde_json::{Map, Value};
 
 use super::books::{LogContext, LogMode};
 use super::call::{Answer, Call, Native, Protocol};
 use super::dispatch::dispatch;
 use super::envelope::{FrontDoor, RequestId};
 use super::error::{ApiError, ErrorType};
-use super::request::{Incoming, check, parse_json};
+use super::request::{Incoming, parse_json};
 use super::ticket::Ticket;
 use crate::config::ModelKind;
 use crate::plugin::Operation;
@@ -42,13 +41,12 @@ pub async fn messages(
 ) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
     let (gw, client_ip) = (&incoming.gw, incoming.client_ip);
-    // The parsed body (a value tree, larger than its text) is let go before the upstream is
-    // waited on: a request in flight keeps only the text and its unified form.
+    // The parsed request (larger than its text) is let go before the upstream is waited on:
+    // a request in flight keeps only the text and its unified form.
     let (model, stream, unified, unified_error) = {
-        let body: Map<String, Value> = parse_json(&bytes)?;
-        let checked = checked(&body)?;
-        let (unified, unified_error) = translated(&body, &bytes);
-        (checked.model.into_owned(), checked.stream, unified, unified_error)
+        let request = parsed(&bytes)?;
+        let (unified, unified_error) = translated(&request, &bytes);
+        (request.model.into_owned(), request.stream, unified, unified_error)
     };
     let native = Native { protocol: Protocol::AnthropicMessages, body: &bytes, headers: &incoming.headers };
     let call = Call {
@@ -84,21 +82,21 @@ pub async fn messages(
     Ok(response)
 }
 
-/// The body (parsed once, as a value) type-checked: the fields the gateway reads or forwards.
-fn checked(body: &Map<String, Value>) -> Result<request::MessagesRequest<'_>, ApiError> {
-    let checked: request::MessagesRequest = check(body)?;
-    tracing::Span::current().record("model", &*checked.model);
-    if checked.messages.is_empty() {
+/// The body parsed once into the fields the gateway reads, each type-checked.
+fn parsed(bytes: &[u8]) -> Result<request::MessagesRequest<'_>, ApiError> {
+    let request: request::MessagesRequest = parse_json(bytes)?;
+    tracing::Span::current().record("model", &*request.model);
+    if request.messages.is_empty() {
         return Err(ApiError::invalid_request("messages: at least one message is required").param("messages"));
     }
-    Ok(checked)
+    Ok(request)
 }
 
 /// The unified form of a Messages request; when it has none (a block the gateway cannot
 /// translate, such as a PDF `document`), the client's body and why: it may still go, as sent,
 /// to an upstream that speaks Anthropic.
-fn translated(body: &Map<String, Value>, bytes: &[u8]) -> (String, Option<String>) {
-    match request::to_unified(body) {
+fn translated(request: &request::MessagesRequest<'_>, bytes: &[u8]) -> (String, Option<String>) {
+    match request::to_unified(request) {
         Ok(unified) => (unified.to_string(), None),
         Err(e) => (String::from_utf8_lossy(bytes).into_owned(), Some(e.message.to_string())),
     }
@@ -116,11 +114,10 @@ pub async fn count_tokens(
 ) -> Result<Response, ApiError> {
     let (runtime, key, bytes) = incoming.arrive().await?;
     let gw = &incoming.gw;
-    let body: Map<String, Value> = parse_json(&bytes)?;
-    let checked = checked(&body)?;
-    let (unified, unified_error) = translated(&body, &bytes);
+    let request = parsed(&bytes)?;
+    let (unified, unified_error) = translated(&request, &bytes);
     let call = Call {
-        model: &checked.model,
+        model: &request.model,
         unified: &unified,
         stream: false,
         kind: ModelKind::Chat,

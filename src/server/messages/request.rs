@@ -3,44 +3,45 @@
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Number, Value, json};
 
 use crate::server::error::ApiError;
-use crate::server::request::Checked;
+use crate::server::request::ModelName;
+use switchyard_unified::AnthropicImageSource;
 
-/// The fields checked before translating (checked on the parsed body, borrowing from it:
-/// nothing large is copied); the translation reads the JSON value after.
+/// A Messages request as the gateway reads it, parsed once from the client's bytes: every
+/// field the translation reads is named here. What it leaves out (new fields, `document`
+/// blocks) stays in those bytes, which go as sent to an upstream that speaks Anthropic.
 #[derive(Debug, Deserialize)]
 pub struct MessagesRequest<'a> {
     #[serde(borrow)]
-    pub model: crate::server::request::ModelName<'a>,
+    pub model: ModelName<'a>,
     pub messages: Vec<Message>,
     #[serde(default)]
+    pub system: Option<Text>,
+    #[serde(default)]
     pub stream: bool,
-    #[serde(rename = "max_tokens")]
-    _max_tokens: Option<Checked<u64>>,
-    #[serde(rename = "temperature")]
-    _temperature: Option<Checked<f64>>,
-    #[serde(rename = "top_p")]
-    _top_p: Option<Checked<f64>>,
-    #[serde(rename = "top_k")]
-    _top_k: Option<Checked<u64>>,
-    #[serde(rename = "stop_sequences")]
-    _stop_sequences: Option<Checked<Vec<String>>>,
-    #[serde(rename = "tools")]
-    _tools: Option<Vec<Tool>>,
+    pub max_tokens: Option<u64>,
+    /// Numbers as written (`1` stays `1`, not `1.0`).
+    pub temperature: Option<Number>,
+    pub top_p: Option<Number>,
+    pub top_k: Option<u64>,
+    pub stop_sequences: Option<Vec<String>>,
+    #[serde(default)]
+    pub tools: Vec<Tool>,
+    pub tool_choice: Option<ToolChoice>,
+    pub thinking: Option<Thinking>,
+    pub output_config: Option<OutputConfig>,
+    pub metadata: Option<Metadata>,
 }
 
 #[derive(Debug, Deserialize)]
 pub struct Message {
-    #[serde(rename = "role")]
-    _role: Checked<Role>,
-    /// Required; its shape is checked where it is translated.
-    #[serde(rename = "content")]
-    _content: IgnoredAny,
+    pub role: Role,
+    pub content: Content,
 }
 
-#[derive(Debug, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     User,
@@ -49,58 +50,227 @@ pub enum Role {
     System,
 }
 
-#[derive(Debug, Deserialize)]
-pub struct Tool {
-    #[serde(rename = "name")]
-    _name: Checked<String>,
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::System => "system",
+        }
+    }
 }
 
-/// Translates a validated Messages request (as JSON) into the unified form.
-pub fn to_unified(request: &Map<String, Value>) -> Result<Value, ApiError> {
+#[derive(Debug, Deserialize)]
+#[serde(untagged, expecting = "a string or an array of content blocks")]
+pub enum Content {
+    Text(String),
+    Blocks(Vec<Block>),
+}
+
+/// A string or text blocks (`system`, a tool result's `content`); any other shape reads as
+/// no text, as the gateway read it before it had types.
+#[derive(Debug, Default, Deserialize)]
+#[serde(untagged)]
+pub enum Text {
+    Plain(String),
+    Blocks(Vec<TextBlock>),
+    #[default]
+    #[serde(skip)]
+    Empty,
+    Other(IgnoredAny),
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TextBlock {
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub cache_control: Option<IgnoredAny>,
+}
+
+impl Text {
+    /// The text, blocks joined by blank lines.
+    fn joined(&self) -> String {
+        match self {
+            Text::Plain(text) => text.clone(),
+            Text::Blocks(blocks) => blocks.iter().filter_map(|b| b.text.as_deref()).collect::<Vec<_>>().join("\n\n"),
+            Text::Empty | Text::Other(_) => String::new(),
+        }
+    }
+
+    fn cache_marked(&self) -> bool {
+        matches!(self, Text::Blocks(blocks) if blocks.iter().any(|b| b.cache_control.is_some()))
+    }
+}
+
+/// One content block. Its wire form is read flat ([`WireBlock`]) so that a block type the
+/// gateway does not know keeps its name (the error says which) instead of failing the parse.
+#[derive(Debug, Deserialize)]
+#[serde(from = "WireBlock")]
+pub struct Block {
+    pub kind: BlockKind,
+    /// Carries a `cache_control` marker.
+    pub cache_marked: bool,
+}
+
+#[derive(Debug)]
+pub enum BlockKind {
+    Text {
+        text: String,
+    },
+    Image {
+        source: AnthropicImageSource,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Option<Value>,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: Text,
+        is_error: bool,
+    },
+    Thinking {
+        thinking: String,
+        signature: Option<String>,
+    },
+    /// A type the unified form cannot carry (`document`, `redacted_thinking`, server tools).
+    Other(String),
+    /// No `type` at all.
+    Untyped,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireBlock {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    text: Option<String>,
+    thinking: Option<String>,
+    signature: Option<String>,
+    id: Option<String>,
+    name: Option<String>,
+    input: Option<Value>,
+    tool_use_id: Option<String>,
+    #[serde(default)]
+    content: Text,
+    #[serde(default)]
+    is_error: bool,
+    source: Option<AnthropicImageSource>,
+    cache_control: Option<IgnoredAny>,
+}
+
+impl From<WireBlock> for Block {
+    fn from(w: WireBlock) -> Block {
+        let kind = match w.kind.as_deref() {
+            Some("text") => BlockKind::Text { text: w.text.unwrap_or_default() },
+            Some("image") => match w.source {
+                Some(source) => BlockKind::Image { source },
+                None => BlockKind::Image { source: AnthropicImageSource::default() },
+            },
+            Some("tool_use") => {
+                BlockKind::ToolUse { id: w.id.unwrap_or_default(), name: w.name.unwrap_or_default(), input: w.input }
+            }
+            Some("tool_result") => BlockKind::ToolResult {
+                tool_use_id: w.tool_use_id.unwrap_or_default(),
+                content: w.content,
+                is_error: w.is_error,
+            },
+            Some("thinking") => {
+                BlockKind::Thinking { thinking: w.thinking.unwrap_or_default(), signature: w.signature }
+            }
+            Some(other) => BlockKind::Other(other.to_string()),
+            None => BlockKind::Untyped,
+        };
+        Block { kind, cache_marked: w.cache_control.is_some() }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub description: Option<String>,
+    /// The JSON Schema, passed on as written.
+    pub input_schema: Option<Value>,
+    pub cache_control: Option<IgnoredAny>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ToolChoice {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub name: Option<String>,
+    #[serde(default)]
+    pub disable_parallel_tool_use: bool,
+}
+
+/// `thinking`: `enabled` (with its budget, passed on whole), `disabled`, or `adaptive`.
+#[derive(Debug, Deserialize)]
+pub struct Thinking {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// The rest (`budget_tokens`, whatever comes next), as written.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct OutputConfig {
+    pub effort: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Metadata {
+    pub user_id: Option<String>,
+}
+
+/// Translates a checked Messages request into the unified form.
+pub fn to_unified(request: &MessagesRequest<'_>) -> Result<Value, ApiError> {
     let mut messages = Vec::new();
-    if let Some(system) = request.get("system") {
-        let text = blocks_text(system);
+    if let Some(system) = &request.system {
+        let text = system.joined();
         if !text.is_empty() {
             messages.push(json!({"role": "system", "content": text}));
         }
     }
-    for (i, message) in request.get("messages").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let role = message["role"].as_str().unwrap_or("user");
-        if role == "system" {
-            let text = blocks_text(&message["content"]);
-            if !text.is_empty() {
-                messages.push(json!({"role": "system", "content": text}));
+    for (i, message) in request.messages.iter().enumerate() {
+        match (message.role, &message.content) {
+            (Role::System, content) => {
+                let text = match content {
+                    Content::Text(text) => text.clone(),
+                    Content::Blocks(blocks) => blocks_text(blocks),
+                };
+                if !text.is_empty() {
+                    messages.push(json!({"role": "system", "content": text}));
+                }
             }
-            continue;
-        }
-        match &message["content"] {
-            Value::String(text) => messages.push(json!({"role": role, "content": text})),
-            Value::Array(blocks) if role == "assistant" => messages.push(assistant(blocks)),
-            Value::Array(blocks) => {
+            (role, Content::Text(text)) => messages.push(json!({"role": role.as_str(), "content": text})),
+            (Role::Assistant, Content::Blocks(blocks)) => messages.push(assistant(blocks)),
+            (Role::User, Content::Blocks(blocks)) => {
                 user(blocks, &mut messages).map_err(|e| e.param(format!("messages[{i}].content")))?
-            }
-            _ => {
-                return Err(ApiError::invalid_request("content must be a string or an array of blocks")
-                    .param(format!("messages[{i}].content")));
             }
         }
     }
 
     let mut out = Map::new();
-    out.insert("model".into(), request["model"].clone());
+    out.insert("model".into(), json!(&*request.model));
     out.insert("messages".into(), Value::Array(messages));
-    for (from, to) in [
-        ("max_tokens", "max_tokens"),
-        ("temperature", "temperature"),
-        ("top_p", "top_p"),
-        ("top_k", "top_k"),
-        ("stop_sequences", "stop"),
-    ] {
-        if let Some(v) = request.get(from) {
-            out.insert(to.into(), v.clone());
-        }
+    if let Some(max_tokens) = request.max_tokens {
+        out.insert("max_tokens".into(), json!(max_tokens));
     }
-    if request.get("stream").and_then(Value::as_bool) == Some(true) {
+    if let Some(temperature) = &request.temperature {
+        out.insert("temperature".into(), Value::Number(temperature.clone()));
+    }
+    if let Some(top_p) = &request.top_p {
+        out.insert("top_p".into(), Value::Number(top_p.clone()));
+    }
+    if let Some(top_k) = request.top_k {
+        out.insert("top_k".into(), json!(top_k));
+    }
+    if let Some(stop) = &request.stop_sequences {
+        out.insert("stop".into(), json!(stop));
+    }
+    if request.stream {
         out.insert("stream".into(), json!(true));
         // message_delta reports usage, so the unified stream must carry it.
         out.insert("stream_options".into(), json!({"include_usage": true}));
@@ -109,50 +279,55 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<Value, ApiError> {
     // says as an effort hint (`output_config.effort`, else medium); only `disabled` is off. A
     // hint, not `reasoning_effort`: models that take no effort refuse that field, so each
     // adapter decides whether its upstream takes one.
-    let effort = request.get("output_config").and_then(|c| c.get("effort")).and_then(Value::as_str);
-    match request.get("thinking").and_then(|t| t["type"].as_str()) {
-        Some("enabled") => {
-            out.insert("thinking".into(), request["thinking"].clone());
+    let effort = request.output_config.as_ref().and_then(|c| c.effort.as_deref());
+    match request.thinking.as_ref().map(|t| (t.kind.as_deref(), t)) {
+        Some((Some("enabled"), thinking)) => {
+            let mut whole = Map::new();
+            whole.insert("type".into(), json!("enabled"));
+            whole.extend(thinking.rest.iter().map(|(k, v)| (k.clone(), v.clone())));
+            out.insert("thinking".into(), Value::Object(whole));
         }
-        Some("disabled") => {
+        Some((Some("disabled"), _)) => {
             out.insert("disable_thinking".into(), json!(true));
         }
-        Some(_) => {
+        Some((Some(_), _)) => {
             out.insert("reasoning_effort_hint".into(), json!(effort.unwrap_or("medium")));
         }
-        None => {
+        Some((None, _)) | None => {
             if let Some(effort) = effort {
                 out.insert("reasoning_effort_hint".into(), json!(effort));
             }
         }
     }
-    if let Some(tools) = request.get("tools").and_then(Value::as_array) {
-        let tools: Vec<Value> = tools
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
             .iter()
             .map(|t| {
-                let mut function = json!({"name": t["name"], "parameters": t.get("input_schema").cloned().unwrap_or_else(|| json!({"type": "object"}))});
-                if let Some(d) = t.get("description") {
-                    function["description"] = d.clone();
+                let parameters = t.input_schema.clone().unwrap_or_else(|| json!({"type": "object"}));
+                let mut function = json!({"name": t.name, "parameters": parameters});
+                if let Some(d) = &t.description {
+                    function["description"] = json!(d);
                 }
                 json!({"type": "function", "function": function})
             })
             .collect();
         out.insert("tools".into(), Value::Array(tools));
     }
-    if let Some(choice) = request.get("tool_choice") {
-        let unified = match choice["type"].as_str() {
+    if let Some(choice) = &request.tool_choice {
+        let unified = match choice.kind.as_deref() {
             Some("any") => json!("required"),
             Some("none") => json!("none"),
-            Some("tool") => json!({"type": "function", "function": {"name": choice["name"]}}),
+            Some("tool") => json!({"type": "function", "function": {"name": choice.name}}),
             _ => json!("auto"),
         };
         out.insert("tool_choice".into(), unified);
-        if choice["disable_parallel_tool_use"] == true {
+        if choice.disable_parallel_tool_use {
             out.insert("parallel_tool_calls".into(), json!(false));
         }
     }
-    if let Some(user) = request.get("metadata").and_then(|m| m.get("user_id")) {
-        out.insert("user".into(), user.clone());
+    if let Some(user) = request.metadata.as_ref().and_then(|m| m.user_id.as_ref()) {
+        out.insert("user".into(), json!(user));
     }
     if let Some(key) = cache_key(request) {
         out.insert("prompt_cache_key_hint".into(), json!(key));
@@ -162,59 +337,61 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<Value, ApiError> {
 
 /// A request with `cache_control` markers asks for its prefix to be cached; OpenAI's nearest is
 /// `prompt_cache_key`, which routes requests with the same prefix to the same cache. The key:
-/// a hash of what Claude Code marks (system and tools), the same on every turn.
-fn cache_key(request: &Map<String, Value>) -> Option<String> {
-    let marked =
-        ["system", "tools", "messages"].iter().any(|f| request.get(*f).is_some_and(|v| has_cache_control(v, 0)));
+/// a hash of what Claude Code marks (the system prompt and the tools), the same on every turn.
+fn cache_key(request: &MessagesRequest<'_>) -> Option<String> {
+    let marked = request.system.as_ref().is_some_and(Text::cache_marked)
+        || request.tools.iter().any(|t| t.cache_control.is_some())
+        || request
+            .messages
+            .iter()
+            .any(|m| matches!(&m.content, Content::Blocks(b) if b.iter().any(|b| b.cache_marked)));
     if !marked {
         return None;
     }
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
-    for field in ["system", "tools"] {
-        hasher.update(request.get(field).map(Value::to_string).unwrap_or_default());
+    hasher.update(request.system.as_ref().map(Text::joined).unwrap_or_default());
+    hasher.update([0]);
+    for tool in &request.tools {
+        hasher.update(&tool.name);
+        hasher.update([0]);
+        hasher.update(tool.description.as_deref().unwrap_or_default());
+        hasher.update([0]);
+        hasher.update(tool.input_schema.as_ref().map(Value::to_string).unwrap_or_default());
         hasher.update([0]);
     }
     let hex: String = hasher.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect();
     Some(format!("sy-{hex}"))
 }
 
-/// Whether a `cache_control` member appears at most a few levels down (blocks, tools, turns).
-fn has_cache_control(value: &Value, depth: u8) -> bool {
-    match value {
-        Value::Object(map) => {
-            map.contains_key("cache_control") || (depth < 4 && map.values().any(|v| has_cache_control(v, depth + 1)))
-        }
-        Value::Array(items) => depth < 4 && items.iter().any(|v| has_cache_control(v, depth + 1)),
-        _ => false,
-    }
+/// The text of `text` blocks joined by blank lines.
+fn blocks_text(blocks: &[Block]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match &b.kind {
+            BlockKind::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
-/// A string, or the text of `text` blocks joined by blank lines.
-fn blocks_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n\n"),
-        _ => String::new(),
-    }
-}
-
-fn assistant(blocks: &[Value]) -> Value {
+fn assistant(blocks: &[Block]) -> Value {
     let mut text = String::new();
     let mut reasoning = String::new();
     let mut signature = None;
     let mut calls = Vec::new();
     for block in blocks {
-        match block["type"].as_str() {
-            Some("text") => text.push_str(block["text"].as_str().unwrap_or_default()),
-            Some("thinking") => {
-                reasoning.push_str(block["thinking"].as_str().unwrap_or_default());
-                signature = block["signature"].as_str().filter(|s| !s.is_empty()).or(signature);
+        match &block.kind {
+            BlockKind::Text { text: t } => text.push_str(t),
+            BlockKind::Thinking { thinking, signature: s } => {
+                reasoning.push_str(thinking);
+                signature = s.as_deref().filter(|s| !s.is_empty()).or(signature);
             }
-            Some("tool_use") => calls.push(json!({
-                "id": block["id"],
+            BlockKind::ToolUse { id, name, input } => calls.push(json!({
+                "id": id,
                 "type": "function",
-                "function": {"name": block["name"], "arguments": block.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into())},
+                "function": {"name": name, "arguments": input.as_ref().map(Value::to_string).unwrap_or_else(|| "{}".into())},
             })),
             _ => {}
         }
@@ -234,29 +411,35 @@ fn assistant(blocks: &[Value]) -> Value {
 
 /// User blocks: tool results become `tool` messages (before the rest of the turn, as the
 /// tool-call protocol requires); text and images become one user message of parts.
-fn user(blocks: &[Value], messages: &mut Vec<Value>) -> Result<(), ApiError> {
+fn user(blocks: &[Block], messages: &mut Vec<Value>) -> Result<(), ApiError> {
     let mut parts = Vec::new();
     for block in blocks {
-        match block["type"].as_str() {
-            Some("tool_result") => {
-                let mut content = blocks_text(&block["content"]);
-                if block["is_error"] == true && !content.starts_with("Error") {
+        match &block.kind {
+            BlockKind::ToolResult { tool_use_id, content, is_error } => {
+                let mut content = content.joined();
+                if *is_error && !content.starts_with("Error") {
                     content = format!("Error: {content}");
                 }
-                messages.push(json!({"role": "tool", "tool_call_id": block["tool_use_id"], "content": content}));
+                messages.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
             }
-            Some("text") => parts.push(json!({"type": "text", "text": block["text"]})),
-            Some("image") => {
-                let Some(url) = switchyard_unified::anthropic_image_url(&block["source"]) else {
+            BlockKind::Text { text } => parts.push(json!({"type": "text", "text": text})),
+            BlockKind::Image { source } => {
+                let Some(url) = source.url() else {
                     return Err(ApiError::invalid_request("image source must be base64 or url"));
                 };
                 parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
             }
-            Some(other) => {
+            BlockKind::Other(other) => {
                 return Err(ApiError::invalid_request(format!("content block type `{other}` is not supported")));
             }
-            None => {
+            BlockKind::Untyped => {
                 return Err(ApiError::invalid_request("every content block needs a `type`"));
+            }
+            BlockKind::ToolUse { .. } => {
+                return Err(ApiError::invalid_request("content block type `tool_use` is not supported"));
+            }
+            BlockKind::Thinking { .. } => {
+                return Err(ApiError::invalid_request("content block type `thinking` is not supported"));
             }
         }
     }

@@ -1,7 +1,7 @@
 //! The Anthropic door's translations against golden files: requests to the unified form,
 //! unified answers back to Anthropic messages.
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use crate::server::golden;
 
@@ -9,8 +9,9 @@ use crate::server::golden;
 fn requests_translate_to_the_unified_form_as_the_golden_files_say() {
     let dir = golden::dir("messages");
     for (name, request) in golden::cases(&dir, "request") {
-        let body: Map<String, Value> = serde_json::from_value(request).expect("an object");
-        let actual = match super::request::to_unified(&body) {
+        let bytes = request.to_string();
+        let request = super::parsed(bytes.as_bytes()).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+        let actual = match super::request::to_unified(&request) {
             Ok(unified) => unified,
             Err(e) => json!({"error": e.message, "param": e.param}),
         };

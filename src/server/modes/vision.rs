@@ -123,7 +123,9 @@ fn as_openai_image(block: &Value) -> Value {
         return block.clone();
     }
     let source = &block["source"];
-    let url = switchyard_unified::anthropic_image_url(source)
+    let url = serde_json::from_value::<switchyard_unified::AnthropicImageSource>(source.clone())
+        .ok()
+        .and_then(|source| source.url())
         .unwrap_or_else(|| source["url"].as_str().unwrap_or_default().to_string());
     json!({"type": "image_url", "image_url": {"url": url}})
 }

@@ -34,12 +34,14 @@ pub async fn responses(
     let (runtime, key, bytes) = incoming.arrive().await?;
     let gw = incoming.gw.clone();
     let mut raw: Map<String, Value> = parse_json(&bytes)?;
-    let checked = {
-        let checked: request::ResponsesRequest = check(&raw)?;
-        request::Kept::from(checked)
+    // The body read once, typed (borrowing from it); translated now unless a stored history
+    // is to be replayed into it first.
+    let (checked, input, mut translated) = {
+        let request: request::ResponsesRequest = check(&raw)?;
+        let translated = request.previous_response_id.is_none().then(|| translate(&request));
+        (request::Kept::from(&request), request::input_items(&raw), translated)
     };
     tracing::Span::current().record("model", &*checked.model);
-    let input = request::input_items(&raw)?;
     // A continued conversation is replayed whole: the upstream never needs to have kept it.
     let mut forwarded = bytes.clone();
     // Stored unless the client says `store: false`; a turn that cannot be stored (too large,
@@ -60,11 +62,12 @@ pub async fn responses(
         raw.insert("input".into(), Value::Array(items));
         raw.remove("previous_response_id");
         forwarded = Bytes::from(serde_json::to_vec(&raw).expect("a JSON map serialises"));
+        translated = Some(check::<request::ResponsesRequest>(&raw).map_or_else(|e| Err(e.message), |r| translate(&r)));
     }
     // What the unified form cannot carry (`input_file`, say) may still go to a Responses upstream.
-    let (unified, dropped, unified_error) = match request::to_unified(&raw) {
-        Ok((unified, dropped)) => (unified, dropped, None),
-        Err(e) => (Value::Null, request::Dropped::default(), Some(e.message)),
+    let (unified, dropped, namespaces, unified_error) = match translated.expect("translated above") {
+        Ok((unified, dropped, namespaces)) => (unified, dropped, namespaces, None),
+        Err(why) => (Value::Null, request::Dropped::default(), request::Namespaces::default(), Some(why)),
     };
 
     let unified = match unified {
@@ -99,7 +102,7 @@ pub async fn responses(
         created_at: gw.scheduler.now().0 / 1000,
         previous_response_id: checked.previous_response_id.clone(),
         store: turn.store,
-        namespaces: request::Namespaces::of(&raw),
+        namespaces,
         request: raw,
     };
     let reply = dispatch(&gw, &key, call).await?;
@@ -134,6 +137,15 @@ pub async fn responses(
         response.headers_mut().insert(NOT_STORED_HEADER, why);
     }
     Ok(response)
+}
+
+/// The unified form of a checked request, what it left out and its namespaced functions; or
+/// why it has none.
+fn translate(
+    request: &request::ResponsesRequest<'_>,
+) -> Result<(Value, request::Dropped, request::Namespaces), String> {
+    let (unified, dropped) = request::to_unified(request).map_err(|e| e.message)?;
+    Ok((unified, dropped, request::Namespaces::of(request)))
 }
 
 /// Says a turn asked to be stored (by default) was not, and why (the refusal's code).

@@ -2,38 +2,174 @@
 //! system messages, input items to chat messages, function calls and their outputs to
 //! `tool_calls` and tool messages, flat function tools to chat tools; built-in tools dropped.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
-use serde::de::IgnoredAny;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Number, Value, json};
 
 use crate::server::error::ApiError;
-use crate::server::request::Checked;
+use crate::server::request::ModelName;
 
-/// The fields type-checked before translating, on the parsed body (`tools` only in shape:
-/// nothing large is copied; the translation reads the JSON value).
+/// A Responses request as the gateway reads it: every field the translation reads, named and
+/// typed, read (borrowing) from the parsed body. The body itself stays, for what goes as sent
+/// to a Responses upstream, what the answer echoes and what a stored turn keeps.
 #[derive(Debug, Deserialize)]
 pub struct ResponsesRequest<'a> {
     #[serde(borrow)]
-    pub model: crate::server::request::ModelName<'a>,
+    pub model: ModelName<'a>,
+    #[serde(borrow, default)]
+    pub instructions: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub input: Input<'a>,
     #[serde(default)]
     pub stream: bool,
     pub previous_response_id: Option<String>,
     pub store: Option<bool>,
-    #[serde(rename = "instructions")]
-    _instructions: Option<Checked<String>>,
-    #[serde(rename = "max_output_tokens")]
-    _max_output_tokens: Option<Checked<u64>>,
-    #[serde(rename = "temperature")]
-    _temperature: Option<Checked<f64>>,
-    #[serde(rename = "top_p")]
-    _top_p: Option<Checked<f64>>,
-    #[serde(rename = "tools")]
-    _tools: Option<Checked<Vec<IgnoredAny>>>,
-    #[serde(rename = "parallel_tool_calls")]
-    _parallel_tool_calls: Option<Checked<bool>>,
+    pub max_output_tokens: Option<u64>,
+    /// Numbers as written (`1` stays `1`, not `1.0`).
+    pub temperature: Option<Number>,
+    pub top_p: Option<Number>,
+    pub parallel_tool_calls: Option<bool>,
+    #[serde(borrow, default)]
+    pub prompt_cache_key: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub user: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub safety_identifier: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub reasoning: Option<Reasoning<'a>>,
+    #[serde(default)]
+    pub text: Option<TextConfig>,
+    #[serde(borrow, default)]
+    pub tools: Vec<Tool<'a>>,
+    #[serde(borrow, default)]
+    pub tool_choice: Option<ToolChoice<'a>>,
 }
 
-/// What the door keeps of the checked fields once the body is changed (a replayed history).
+/// `input`: one user message as a string, or items.
+#[derive(Debug, Default, Deserialize)]
+#[serde(untagged, expecting = "a string or an array of items")]
+pub enum Input<'a> {
+    #[default]
+    None,
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Items(#[serde(borrow)] Vec<Item<'a>>),
+}
+
+/// One input item, read flat: an item type the unified form cannot carry (reasoning, built-in
+/// tool calls) keeps its name for the log instead of failing the parse.
+#[derive(Debug, Deserialize)]
+pub struct Item<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub content: Parts<'a>,
+    #[serde(borrow, default)]
+    pub call_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub namespace: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub arguments: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub output: Parts<'a>,
+}
+
+impl Item<'_> {
+    /// The item's type; a bare `{role, content}` is a message too.
+    fn kind(&self) -> &str {
+        self.kind.as_deref().unwrap_or(if self.role.is_some() { "message" } else { "" })
+    }
+
+    /// The name a chat upstream knows a function by: flattened when it lives in a namespace.
+    fn called_name(&self) -> Option<String> {
+        called_name(self.namespace.as_deref(), self.name.as_deref())
+    }
+}
+
+/// A message's `content` or a call's `output`: text, or parts; any other shape is kept as
+/// written (an output becomes its JSON text).
+#[derive(Debug, Default, Deserialize)]
+#[serde(untagged)]
+pub enum Parts<'a> {
+    #[default]
+    Absent,
+    Text(#[serde(borrow)] Cow<'a, str>),
+    List(#[serde(borrow)] Vec<Part<'a>>),
+    Other(Value),
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Part<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub refusal: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub image_url: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub detail: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Reasoning<'a> {
+    #[serde(borrow, default)]
+    pub effort: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TextConfig {
+    pub format: Option<Format>,
+}
+
+/// `text.format`: `json_schema` (with its schema, passed on as written), `json_object`, `text`.
+#[derive(Debug, Deserialize)]
+pub struct Format {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub name: Option<Value>,
+    pub schema: Option<Value>,
+    pub strict: Option<Value>,
+    pub description: Option<Value>,
+}
+
+/// A tool, read flat: `function`, a `namespace` of tools, or a built-in kept by its type.
+#[derive(Debug, Deserialize)]
+pub struct Tool<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub name: Option<Cow<'a, str>>,
+    pub description: Option<Value>,
+    pub strict: Option<Value>,
+    /// The JSON Schema, passed on as written.
+    pub parameters: Option<Value>,
+    /// A namespace's own tools.
+    #[serde(borrow, default)]
+    pub tools: Vec<Tool<'a>>,
+}
+
+/// `tool_choice`: a mode (`auto`, `required`, `none`) or a tool named by its type.
+#[derive(Debug, Deserialize)]
+#[serde(untagged, expecting = "a mode or a tool")]
+pub enum ToolChoice<'a> {
+    Mode(#[serde(borrow)] Cow<'a, str>),
+    Tool {
+        #[serde(rename = "type", borrow)]
+        kind: Cow<'a, str>,
+        #[serde(borrow, default)]
+        name: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        namespace: Option<Cow<'a, str>>,
+    },
+}
+
+/// What the door keeps of the request once the body is changed (a replayed history).
 pub struct Kept {
     pub model: String,
     pub stream: bool,
@@ -41,12 +177,12 @@ pub struct Kept {
     pub store: Option<bool>,
 }
 
-impl From<ResponsesRequest<'_>> for Kept {
-    fn from(r: ResponsesRequest<'_>) -> Kept {
+impl From<&ResponsesRequest<'_>> for Kept {
+    fn from(r: &ResponsesRequest<'_>) -> Kept {
         Kept {
-            model: r.model.into_owned(),
+            model: r.model.to_string(),
             stream: r.stream,
-            previous_response_id: r.previous_response_id,
+            previous_response_id: r.previous_response_id.clone(),
             store: r.store,
         }
     }
@@ -66,15 +202,14 @@ pub struct Dropped {
 pub struct Namespaces(Vec<(String, String, String)>);
 
 impl Namespaces {
-    pub fn of(request: &Map<String, Value>) -> Namespaces {
-        let tools = request.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-        let top: Vec<&str> =
-            tools.iter().filter(|t| t["type"] == "function").filter_map(|t| t["name"].as_str()).collect();
+    pub fn of(request: &ResponsesRequest<'_>) -> Namespaces {
+        let is_function = |t: &&Tool<'_>| t.kind.as_deref() == Some("function");
+        let top: Vec<&str> = request.tools.iter().filter(is_function).filter_map(|t| t.name.as_deref()).collect();
         let mut out = Vec::new();
-        for namespace in tools.iter().filter(|t| t["type"] == "namespace") {
-            let Some(ns) = namespace["name"].as_str() else { continue };
-            for inner in namespace["tools"].as_array().into_iter().flatten().filter(|t| t["type"] == "function") {
-                let Some(name) = inner["name"].as_str() else { continue };
+        for namespace in request.tools.iter().filter(|t| t.kind.as_deref() == Some("namespace")) {
+            let Some(ns) = namespace.name.as_deref() else { continue };
+            for inner in namespace.tools.iter().filter(is_function) {
+                let Some(name) = inner.name.as_deref() else { continue };
                 let flat = flat_name(ns, name);
                 if !top.contains(&flat.as_str()) {
                     out.push((flat, ns.to_string(), name.to_string()));
@@ -95,87 +230,92 @@ fn flat_name(namespace: &str, name: &str) -> String {
 }
 
 /// The name a chat upstream knows a function by: flattened when it lives in a namespace.
-fn called_name(item: &Value) -> Value {
-    match (item.get("namespace").and_then(Value::as_str), item["name"].as_str()) {
-        (Some(ns), Some(name)) => json!(flat_name(ns, name)),
-        _ => item["name"].clone(),
+fn called_name(namespace: Option<&str>, name: Option<&str>) -> Option<String> {
+    match (namespace, name) {
+        (Some(ns), Some(name)) => Some(flat_name(ns, name)),
+        (_, name) => name.map(str::to_string),
     }
 }
 
 /// A Responses function tool (top level or inside a namespace, under `name`) as a chat tool.
-fn chat_tool(tool: &Value, name: Value) -> Value {
-    let parameters =
-        tool.get("parameters").filter(|p| !p.is_null()).cloned().unwrap_or_else(|| json!({"type": "object"}));
+fn chat_tool(tool: &Tool<'_>, name: &str) -> Value {
+    let parameters = tool.parameters.clone().filter(|p| !p.is_null()).unwrap_or_else(|| json!({"type": "object"}));
     let mut function = json!({"name": name, "parameters": parameters});
-    for field in ["description", "strict"] {
-        if let Some(v) = tool.get(field).filter(|v| !v.is_null()) {
+    for (field, value) in [("description", &tool.description), ("strict", &tool.strict)] {
+        if let Some(v) = value.as_ref().filter(|v| !v.is_null()) {
             function[field] = v.clone();
         }
     }
     json!({"type": "function", "function": function})
 }
 
-/// The request's `input` as items: a string is one user message.
-pub fn input_items(request: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+/// The request's `input` as items, as the client wrote them (what a stored turn keeps): a
+/// string is one user message.
+pub fn input_items(request: &Map<String, Value>) -> Vec<Value> {
     match request.get("input") {
-        Some(Value::String(text)) => Ok(vec![json!({"type": "message", "role": "user", "content": text})]),
-        Some(Value::Array(items)) => Ok(items.clone()),
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(_) => Err(ApiError::invalid_request("input must be a string or an array of items").param("input")),
+        Some(Value::String(text)) => vec![json!({"type": "message", "role": "user", "content": text})],
+        Some(Value::Array(items)) => items.clone(),
+        _ => Vec::new(),
     }
 }
 
-/// Translates a checked Responses request (as JSON) into the unified form.
-pub fn to_unified(request: &Map<String, Value>) -> Result<(Value, Dropped), ApiError> {
+/// Translates a checked Responses request into the unified form.
+pub fn to_unified(request: &ResponsesRequest<'_>) -> Result<(Value, Dropped), ApiError> {
     let mut dropped = Dropped::default();
     let mut messages: Vec<Value> = Vec::new();
-    if let Some(instructions) = request.get("instructions").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    if let Some(instructions) = request.instructions.as_deref().filter(|s| !s.is_empty()) {
         messages.push(json!({"role": "system", "content": instructions}));
     }
-    match request.get("input") {
-        Some(Value::String(text)) => messages.push(json!({"role": "user", "content": text})),
-        Some(Value::Array(items)) => {
+    match &request.input {
+        Input::Text(text) => messages.push(json!({"role": "user", "content": text})),
+        Input::Items(items) => {
             for (i, item) in items.iter().enumerate() {
                 input_item(item, &mut messages, &mut dropped).map_err(|e| e.param(format!("input[{i}]")))?;
             }
         }
-        None | Some(Value::Null) => {}
-        Some(_) => return Err(ApiError::invalid_request("input must be a string or an array of items").param("input")),
+        Input::None => {}
     }
     if messages.iter().all(|m| m["role"] == "system") {
         return Err(ApiError::invalid_request("input: at least one message is required").param("input"));
     }
 
     let mut out = Map::new();
-    out.insert("model".into(), request["model"].clone());
+    out.insert("model".into(), json!(&*request.model));
     out.insert("messages".into(), Value::Array(messages));
-    for (from, to) in [
-        ("max_output_tokens", "max_tokens"),
-        ("temperature", "temperature"),
-        ("top_p", "top_p"),
-        ("parallel_tool_calls", "parallel_tool_calls"),
-        ("prompt_cache_key", "prompt_cache_key"),
-        ("user", "user"),
-        ("safety_identifier", "safety_identifier"),
-    ] {
-        if let Some(v) = request.get(from).filter(|v| !v.is_null()) {
-            out.insert(to.into(), v.clone());
+    if let Some(max) = request.max_output_tokens {
+        out.insert("max_tokens".into(), json!(max));
+    }
+    for (name, number) in [("temperature", &request.temperature), ("top_p", &request.top_p)] {
+        if let Some(number) = number {
+            out.insert(name.into(), Value::Number(number.clone()));
         }
     }
-    if request.get("stream").and_then(Value::as_bool) == Some(true) {
+    if let Some(parallel) = request.parallel_tool_calls {
+        out.insert("parallel_tool_calls".into(), json!(parallel));
+    }
+    for (name, text) in [
+        ("prompt_cache_key", &request.prompt_cache_key),
+        ("user", &request.user),
+        ("safety_identifier", &request.safety_identifier),
+    ] {
+        if let Some(text) = text {
+            out.insert(name.into(), json!(text));
+        }
+    }
+    if request.stream {
         out.insert("stream".into(), json!(true));
         // response.completed reports usage, so the unified stream must carry it.
         out.insert("stream_options".into(), json!({"include_usage": true}));
     }
-    if let Some(effort) = request.get("reasoning").and_then(|r| r.get("effort")).and_then(Value::as_str) {
+    if let Some(effort) = request.reasoning.as_ref().and_then(|r| r.effort.as_deref()) {
         out.insert("reasoning_effort".into(), json!(effort));
     }
-    if let Some(format) = request.get("text").and_then(|t| t.get("format")) {
-        match format["type"].as_str() {
+    if let Some(format) = request.text.as_ref().and_then(|t| t.format.as_ref()) {
+        match format.kind.as_deref() {
             Some("json_schema") => {
-                let mut schema = json!({"name": format["name"], "schema": format["schema"]});
-                for field in ["strict", "description"] {
-                    if let Some(v) = format.get(field) {
+                let mut schema = json!({"name": format.name, "schema": format.schema});
+                for (field, value) in [("strict", &format.strict), ("description", &format.description)] {
+                    if let Some(v) = value {
                         schema[field] = v.clone();
                     }
                 }
@@ -188,16 +328,16 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<(Value, Dropped), ApiE
         }
     }
     let mut tools = Vec::new();
-    for tool in request.get("tools").and_then(Value::as_array).into_iter().flatten() {
-        match tool["type"].as_str() {
-            Some("function") => tools.push(chat_tool(tool, tool["name"].clone())),
+    for tool in &request.tools {
+        match (tool.kind.as_deref(), tool.name.as_deref()) {
+            (Some("function"), name) => tools.push(chat_tool(tool, name.unwrap_or_default())),
             // Chat upstreams have no namespaces: each function in one becomes a flat function.
-            Some("namespace") => {
-                let ns = tool["name"].as_str().unwrap_or_default();
-                for inner in tool["tools"].as_array().into_iter().flatten() {
-                    match (inner["type"].as_str(), inner["name"].as_str()) {
+            (Some("namespace"), ns) => {
+                let ns = ns.unwrap_or_default();
+                for inner in &tool.tools {
+                    match (inner.kind.as_deref(), inner.name.as_deref()) {
                         (Some("function"), Some(name)) if !ns.is_empty() => {
-                            tools.push(chat_tool(inner, json!(flat_name(ns, name))))
+                            tools.push(chat_tool(inner, &flat_name(ns, name)))
                         }
                         (kind, _) => dropped
                             .tools
@@ -205,17 +345,16 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<(Value, Dropped), ApiE
                     }
                 }
             }
-            other => dropped.tools.push(other.unwrap_or("untyped").chars().take(40).collect()),
+            (other, _) => dropped.tools.push(other.unwrap_or("untyped").chars().take(40).collect()),
         }
     }
     // A built-in tool the client requires (`tool_choice` naming it, or `required` with no
     // function left) cannot be served by a chat upstream: no unified form, not a silent drop.
-    let choice = request.get("tool_choice");
-    let required_builtin = match choice {
-        Some(Value::Object(c)) => {
-            c.get("type").and_then(Value::as_str).filter(|t| !matches!(*t, "function" | "allowed_tools"))
+    let required_builtin = match &request.tool_choice {
+        Some(ToolChoice::Tool { kind, .. }) if !matches!(kind.as_ref(), "function" | "allowed_tools") => {
+            Some(kind.as_ref())
         }
-        Some(Value::String(mode)) if mode == "required" && tools.is_empty() => {
+        Some(ToolChoice::Mode(mode)) if mode == "required" && tools.is_empty() => {
             dropped.tools.first().map(String::as_str)
         }
         _ => None,
@@ -228,13 +367,13 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<(Value, Dropped), ApiE
     }
     if !tools.is_empty() {
         out.insert("tools".into(), Value::Array(tools));
-        if let Some(choice) = choice {
+        if let Some(choice) = &request.tool_choice {
             let unified = match choice {
-                Value::String(mode) => json!(mode),
-                Value::Object(_) if choice["type"] == "function" => {
-                    json!({"type": "function", "function": {"name": called_name(choice)}})
+                ToolChoice::Mode(mode) => json!(mode),
+                ToolChoice::Tool { kind, name, namespace } if kind == "function" => {
+                    json!({"type": "function", "function": {"name": called_name(namespace.as_deref(), name.as_deref())}})
                 }
-                _ => json!("auto"),
+                ToolChoice::Tool { .. } => json!("auto"),
             };
             out.insert("tool_choice".into(), unified);
         }
@@ -242,32 +381,28 @@ pub fn to_unified(request: &Map<String, Value>) -> Result<(Value, Dropped), ApiE
     Ok((Value::Object(out), dropped))
 }
 
-/// An input item's type; a bare `{role, content}` is a message too.
-fn item_kind(item: &Value) -> &str {
-    item["type"].as_str().unwrap_or(if item.get("role").is_some() { "message" } else { "" })
-}
-
-/// Whether the unified form carries `item` (what a translated turn stores of its input).
+/// Whether the unified form carries `item`, as stored (what a translated turn stores of its input).
 pub fn translated_item(item: &Value) -> bool {
-    matches!(item_kind(item), "message" | "function_call" | "function_call_output")
+    Item::deserialize(item)
+        .is_ok_and(|item| matches!(item.kind(), "message" | "function_call" | "function_call_output"))
 }
 
 /// One input item onto the unified messages.
-fn input_item(item: &Value, messages: &mut Vec<Value>, dropped: &mut Dropped) -> Result<(), ApiError> {
-    match item_kind(item) {
+fn input_item(item: &Item<'_>, messages: &mut Vec<Value>, dropped: &mut Dropped) -> Result<(), ApiError> {
+    match item.kind() {
         "message" => {
-            let role = match item["role"].as_str() {
+            let role = match item.role.as_deref() {
                 Some("user") => "user",
                 Some("assistant") => "assistant",
                 Some("system" | "developer") => "system",
                 _ => return Err(ApiError::invalid_request("role must be user, assistant, system or developer")),
             };
-            let content = message_content(&item["content"], role)?;
+            let content = message_content(&item.content, role)?;
             messages.push(json!({"role": role, "content": content}));
         }
         "function_call" => {
-            let call = json!({"id": item["call_id"], "type": "function",
-                              "function": {"name": called_name(item), "arguments": item["arguments"].as_str().unwrap_or("{}")}});
+            let call = json!({"id": item.call_id, "type": "function",
+                              "function": {"name": item.called_name(), "arguments": item.arguments.as_deref().unwrap_or("{}")}});
             // Parallel calls follow each other: one assistant turn holds them all.
             match messages.last_mut() {
                 Some(last) if last["role"] == "assistant" && last.get("tool_calls").is_some() => {
@@ -280,12 +415,13 @@ fn input_item(item: &Value, messages: &mut Vec<Value>, dropped: &mut Dropped) ->
             }
         }
         "function_call_output" => {
-            let output = match &item["output"] {
-                Value::String(text) => text.clone(),
-                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
-                other => other.to_string(),
+            let output = match &item.output {
+                Parts::Text(text) => text.to_string(),
+                Parts::List(parts) => parts.iter().filter_map(|p| p.text.as_deref()).collect::<Vec<_>>().join("\n"),
+                Parts::Other(other) => other.to_string(),
+                Parts::Absent => "null".to_string(),
             };
-            messages.push(json!({"role": "tool", "tool_call_id": item["call_id"], "content": output}));
+            messages.push(json!({"role": "tool", "tool_call_id": item.call_id, "content": output}));
         }
         // Reasoning from an earlier turn: its summary is all a chat upstream could use, and
         // chat upstreams take no reasoning input; encrypted content is for OpenAI alone.
@@ -295,19 +431,21 @@ fn input_item(item: &Value, messages: &mut Vec<Value>, dropped: &mut Dropped) ->
 }
 
 /// A message's content: a string, or parts (`input_text`, `output_text`, `input_image`).
-fn message_content(content: &Value, role: &str) -> Result<Value, ApiError> {
+fn message_content(content: &Parts<'_>, role: &str) -> Result<Value, ApiError> {
     let parts = match content {
-        Value::String(text) => return Ok(json!(text)),
-        Value::Array(parts) => parts,
-        _ => return Err(ApiError::invalid_request("content must be a string or an array of parts")),
+        Parts::Text(text) => return Ok(json!(text)),
+        Parts::List(parts) => parts,
+        Parts::Other(_) | Parts::Absent => {
+            return Err(ApiError::invalid_request("content must be a string or an array of parts"));
+        }
     };
     let mut out = Vec::new();
     for part in parts {
-        match part["type"].as_str() {
-            Some("input_text" | "output_text" | "text") => out.push(json!({"type": "text", "text": part["text"]})),
-            Some("refusal") => out.push(json!({"type": "text", "text": part["refusal"]})),
-            Some("input_image") => match part["image_url"].as_str() {
-                Some(url) => out.push(json!({"type": "image_url", "image_url": {"url": url, "detail": part.get("detail").cloned().unwrap_or(json!("auto"))}})),
+        match part.kind.as_deref() {
+            Some("input_text" | "output_text" | "text") => out.push(json!({"type": "text", "text": part.text})),
+            Some("refusal") => out.push(json!({"type": "text", "text": part.refusal})),
+            Some("input_image") => match part.image_url.as_deref() {
+                Some(url) => out.push(json!({"type": "image_url", "image_url": {"url": url, "detail": part.detail.as_deref().unwrap_or("auto")}})),
                 None => return Err(ApiError::invalid_request("input_image needs an image_url (file ids are not kept here)")),
             },
             Some(other) => {
@@ -328,8 +466,12 @@ fn message_content(content: &Value, role: &str) -> Result<Value, ApiError> {
 mod tests {
     use super::*;
 
+    fn checked(request: &Value) -> ResponsesRequest<'_> {
+        ResponsesRequest::deserialize(request).unwrap()
+    }
+
     fn unified(request: Value) -> (Value, Dropped) {
-        to_unified(request.as_object().unwrap()).unwrap()
+        to_unified(&checked(&request)).unwrap()
     }
 
     #[test]
@@ -400,7 +542,7 @@ mod tests {
         assert_eq!(out["tool_choice"], json!({"type": "function", "function": {"name": "mcp__files__read"}}));
         assert_eq!(out["messages"][1]["tool_calls"][0]["function"]["name"], "mcp__files__read");
         assert_eq!(dropped.tools, ["namespace custom"]);
-        let namespaces = Namespaces::of(request.as_object().unwrap());
+        let namespaces = Namespaces::of(&checked(&request));
         assert_eq!(namespaces.split("mcp__files__read"), Some(("mcp__files", "read")));
         assert_eq!(namespaces.split("mcp__files__list"), None, "the top-level function of that name wins");
         assert_eq!(namespaces.split("shell"), None);
@@ -416,7 +558,7 @@ mod tests {
             out["response_format"]["json_schema"],
             json!({"name": "r", "schema": {"type": "object"}, "strict": true})
         );
-        let refused = |request: Value| to_unified(request.as_object().unwrap()).unwrap_err();
+        let refused = |request: Value| to_unified(&checked(&request)).unwrap_err();
         assert_eq!(refused(json!({"model": "m", "instructions": "x"})).param.as_deref(), Some("input"));
         let e = refused(json!({"model": "m", "input": [{"role": "robot", "content": "x"}]}));
         assert_eq!(e.param.as_deref(), Some("input[0]"));
