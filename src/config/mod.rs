@@ -7,6 +7,7 @@ mod load;
 mod locate;
 mod routes;
 mod runtime;
+mod values;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -22,6 +23,7 @@ pub use error::{ConfigError, FieldError};
 pub use load::{LoadedConfig, load, load_runtime_str, load_str, with_runtime};
 pub use routes::{FusionConfig, FusionStrategy, RouteConfig, RouteMode, RouteProvider, VisionConfig, VisionFallback};
 pub use runtime::{AutoChains, ChainSlot, RuntimeFile, RuntimeKey, SlotConfig, SourceTemplate, merge};
+pub use values::{BaseUrl, MAX_SECONDS, Seconds, WaitSeconds, WholeSeconds};
 
 use crate::domain::{
     AdapterGrant, AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota, SandboxLimits, ScoringPolicy,
@@ -382,12 +384,12 @@ pub struct ServerLimits {
     /// Requests being served at once (streams until their end); past it 503 with Retry-After.
     pub max_in_flight: u32,
     /// Time a client has to send a request's headers (slowloris).
-    pub header_timeout_seconds: f64,
+    pub header_timeout_seconds: Seconds,
     /// Time a client has to send a request's whole body, once its headers are in.
-    pub body_timeout_seconds: f64,
+    pub body_timeout_seconds: Seconds,
     /// A connection with no request in flight for this long is closed (keep-alive idle); a new
     /// one must start its first request within `header_timeout_seconds`.
-    pub idle_timeout_seconds: f64,
+    pub idle_timeout_seconds: Seconds,
     /// Requests one HTTP/2 connection may have open at once (its streams); `max_in_flight`
     /// still bounds them all.
     pub http2_max_streams: u32,
@@ -398,9 +400,9 @@ impl Default for ServerLimits {
         ServerLimits {
             max_connections: 10_000,
             max_in_flight: 10_000,
-            header_timeout_seconds: 10.0,
-            body_timeout_seconds: 60.0,
-            idle_timeout_seconds: 75.0,
+            header_timeout_seconds: Seconds::from_secs(10),
+            body_timeout_seconds: Seconds::from_secs(60),
+            idle_timeout_seconds: Seconds::from_secs(75),
             http2_max_streams: 200,
         }
     }
@@ -408,15 +410,15 @@ impl Default for ServerLimits {
 
 impl ServerLimits {
     pub fn header_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.header_timeout_seconds)
+        self.header_timeout_seconds.duration()
     }
 
     pub fn body_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.body_timeout_seconds)
+        self.body_timeout_seconds.duration()
     }
 
     pub fn idle_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.idle_timeout_seconds)
+        self.idle_timeout_seconds.duration()
     }
 }
 
@@ -500,7 +502,7 @@ impl KeyConfig {
 #[serde(deny_unknown_fields)]
 pub struct SourceConfig {
     pub name: SourceName,
-    pub base_url: String,
+    pub base_url: BaseUrl,
     #[serde(default, serialize_with = "crate::domain::expose_secret")]
     pub api_key: Secret,
     #[serde(default = "default_adapter")]
@@ -509,22 +511,22 @@ pub struct SourceConfig {
     pub max_concurrent: u32,
     /// Longest wait for a place under `max_concurrent` before the next candidate is tried.
     #[serde(default = "default_queue_timeout_seconds")]
-    pub queue_timeout_seconds: f64,
+    pub queue_timeout_seconds: WaitSeconds,
     /// Whole request (non-streaming: its head comes only with the whole answer).
     #[serde(default = "default_timeout_seconds")]
-    pub timeout_seconds: u64,
+    pub timeout_seconds: WholeSeconds,
     #[serde(default = "default_connect_timeout_seconds")]
-    pub connect_timeout_seconds: u64,
+    pub connect_timeout_seconds: WholeSeconds,
     /// Longest silence between two stream events before the stream is cut.
     #[serde(default = "default_idle_timeout_seconds")]
-    pub idle_timeout_seconds: f64,
+    pub idle_timeout_seconds: Seconds,
     /// Time from sending a streaming request to its first event (providers send the head at
     /// once, so it counts to the first event); 60 s by default.
     #[serde(default)]
-    pub first_byte_timeout_seconds: Option<f64>,
+    pub first_byte_timeout_seconds: Option<Seconds>,
     /// Whole stream, first byte to last.
     #[serde(default = "default_stream_timeout_seconds")]
-    pub stream_timeout_seconds: f64,
+    pub stream_timeout_seconds: Seconds,
     /// Requests per minute this source accepts; unset = no limit.
     #[serde(default)]
     pub rpm: Option<u32>,
@@ -587,19 +589,19 @@ fn is_enabled(enabled: &bool) -> bool {
 
 impl SourceConfig {
     pub fn timeout(&self) -> Duration {
-        Duration::from_secs(self.timeout_seconds)
+        self.timeout_seconds.duration()
     }
 
     pub fn connect_timeout(&self) -> Duration {
-        Duration::from_secs(self.connect_timeout_seconds)
+        self.connect_timeout_seconds.duration()
     }
 
     pub fn queue_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.queue_timeout_seconds)
+        self.queue_timeout_seconds.duration()
     }
 
     pub fn idle_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.idle_timeout_seconds)
+        self.idle_timeout_seconds.duration()
     }
 
     pub fn model(&self, name: &str) -> Option<&ModelConfig> {
@@ -608,12 +610,12 @@ impl SourceConfig {
 
     /// Time from sending a streaming request to its first event.
     pub fn first_byte_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.first_byte_timeout_seconds.unwrap_or(DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS))
+        self.first_byte_timeout_seconds.unwrap_or(DEFAULT_FIRST_BYTE_TIMEOUT).duration()
     }
 
     /// Longest a stream may run from start to end.
     pub fn stream_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.stream_timeout_seconds)
+        self.stream_timeout_seconds.duration()
     }
 }
 
@@ -679,7 +681,7 @@ impl ModelKind {
     }
 }
 
-const DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS: f64 = 60.0;
+const DEFAULT_FIRST_BYTE_TIMEOUT: Seconds = Seconds::from_secs(60);
 
 fn default_adapter() -> AdapterName {
     AdapterName::new("openai")
@@ -687,18 +689,18 @@ fn default_adapter() -> AdapterName {
 fn default_max_concurrent() -> u32 {
     10
 }
-fn default_queue_timeout_seconds() -> f64 {
-    10.0
+fn default_queue_timeout_seconds() -> WaitSeconds {
+    WaitSeconds::from_secs(10)
 }
-fn default_timeout_seconds() -> u64 {
-    120
+fn default_timeout_seconds() -> WholeSeconds {
+    WholeSeconds::from_secs(120)
 }
-fn default_connect_timeout_seconds() -> u64 {
-    10
+fn default_connect_timeout_seconds() -> WholeSeconds {
+    WholeSeconds::from_secs(10)
 }
-fn default_idle_timeout_seconds() -> f64 {
-    60.0
+fn default_idle_timeout_seconds() -> Seconds {
+    Seconds::from_secs(60)
 }
-fn default_stream_timeout_seconds() -> f64 {
-    1800.0
+fn default_stream_timeout_seconds() -> Seconds {
+    Seconds::from_secs(1800)
 }

@@ -194,14 +194,14 @@ pub struct FusionConfig {
     pub min_candidates: usize,
     /// Per candidate.
     #[serde(default = "thirty")]
-    pub timeout_seconds: f64,
+    pub timeout_seconds: super::Seconds,
 }
 
 fn two() -> usize {
     2
 }
-fn thirty() -> f64 {
-    30.0
+fn thirty() -> super::Seconds {
+    super::Seconds::from_secs(30)
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]

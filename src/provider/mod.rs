@@ -69,7 +69,7 @@ impl Target<'_> {
         SourceContext {
             operation: self.operation,
             source_name: self.source.name.to_string(),
-            base_url: self.source.base_url.trim_end_matches('/').to_string(),
+            base_url: self.source.base_url.trimmed().to_string(),
             api_key: self.source.api_key.expose().to_string(),
             upstream_model: self.model.upstream_name().to_string(),
             settings: self.source.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -105,7 +105,7 @@ struct Link {
 #[derive(PartialEq)]
 struct Shape {
     max_concurrent: u32,
-    connect_timeout_seconds: u64,
+    connect_timeout: crate::config::WholeSeconds,
     http_version: HttpVersion,
     h2c: Option<h2c::Origin>,
 }
@@ -124,14 +124,12 @@ impl Provider {
         let mut links = HashMap::new();
         for source in &config.sources {
             let h2c = match source.http_version {
-                HttpVersion::Http2 => {
-                    reqwest::Url::parse(&source.base_url).ok().as_ref().and_then(h2c::Origin::of_plain)
-                }
+                HttpVersion::Http2 => h2c::Origin::of_plain(&source.base_url.url()),
                 HttpVersion::Auto | HttpVersion::Http1 => None,
             };
             let shape = Shape {
                 max_concurrent: source.max_concurrent,
-                connect_timeout_seconds: source.connect_timeout_seconds,
+                connect_timeout: source.connect_timeout_seconds,
                 http_version: source.http_version,
                 h2c,
             };

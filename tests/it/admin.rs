@@ -125,7 +125,7 @@ async fn sources_change_live_keep_their_keys_masked_and_persist() {
         .await;
     assert_eq!(status, 400);
     assert!(
-        error["error"]["message"].as_str().unwrap().contains("sources[1].base_url: `ftp://x` is not an http(s) URL"),
+        error["error"]["message"].as_str().unwrap().contains("invalid `base_url`: `ftp://x` is not an http(s) URL"),
         "{error}"
     );
     assert_eq!(admin.get("/admin/api/sources").await["sources"].as_array().unwrap().len(), 2);

@@ -1153,7 +1153,7 @@ fn derive_everything(config: &Config) -> Result<(), String> {
     }
     // As the fusion mode turns it into its per-candidate bound.
     for fusion in config.routes.iter().filter_map(|r| r.mode.fusion()) {
-        let _ = Duration::from_secs_f64(fusion.timeout_seconds);
+        let _ = fusion.timeout_seconds.duration();
     }
     match (config.settings.body_limit_bytes, limits.memory_bytes) {
         (body, _) if body < 1 << 20 => Err(format!("accepted with a body limit of {body} bytes")),

@@ -17,20 +17,11 @@ use super::env::expand;
 use super::error::{ConfigError, FieldError};
 use super::locate::LineIndex;
 use super::runtime::{AutoChains, RuntimeFile, merge};
+use super::values::MAX_SECONDS;
 use super::{
     ChannelSelection, Config, KeyConfig, KeyName, ModelKind, RouteConfig, Secret, Settings, SourceConfig, SourceName,
 };
 use crate::domain::{Period, PeriodName};
-
-/// The longest timeout or window a setting may name (about 115 days): far past any real use,
-/// and far from where adding it to a clock's instant would overflow.
-const MAX_SECONDS: f64 = 10_000_000.0;
-
-/// Whether `value` is a usable number of seconds: finite, not negative (zero only when
-/// `zero_ok`), at most [`MAX_SECONDS`].
-fn seconds(value: f64, zero_ok: bool) -> bool {
-    value.is_finite() && value <= MAX_SECONDS && (value > 0.0 || zero_ok && value == 0.0)
-}
 
 /// The largest body_limit_mb: the sandbox memory it implies stays within wasm32's 4 GiB.
 const MAX_BODY_LIMIT_MB: u64 = 256;
@@ -489,30 +480,119 @@ impl Collector<'_> {
         }
     }
 
-    fn typed<T: DeserializeOwned>(&mut self, value: Value, path: &str) -> Option<T> {
-        match serde_path_to_error::deserialize::<_, T>(value) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                let inner = e.path().to_string();
-                let full = match (inner.as_str(), path) {
-                    ("." | "", _) => path.to_string(),
-                    (_, "") => inner,
-                    _ => format!("{path}.{inner}"),
-                };
-                let message = e.into_inner().to_string();
-                // A route's mode without its settings names the missing field first.
-                let (full, message) = match message.split_once(": ") {
-                    Some((field @ ("adapter_config" | "fusion_config"), rest)) => {
-                        (format!("{full}.{field}"), rest.to_string())
+    /// Parses `value` as `T`, reporting each bad field of it: serde stops at the first, so
+    /// that field is reported and taken out (its default applies, or a required one gets a
+    /// stand-in) and the rest parsed again, so that one run names every bad field and the
+    /// checks after still see the entry. Whatever was reported fails the load: a stand-in
+    /// never serves.
+    fn typed<T: DeserializeOwned>(&mut self, mut value: Value, path: &str) -> Option<T> {
+        let mut taken_out: Vec<String> = Vec::new();
+        let mut stood_in: Vec<String> = Vec::new();
+        for _ in 0..MAX_FIELD_ERRORS_PER_ENTRY {
+            let e = match serde_path_to_error::deserialize::<_, T>(&value) {
+                Ok(v) => return Some(v),
+                Err(e) => e,
+            };
+            let inner = e.path().to_string();
+            let message = e.into_inner().to_string();
+            // A required field taken out above: a stand-in, once, else the entry is lost.
+            if let Some(field) = missing_field(&message) {
+                let at = join(&inner, field);
+                if taken_out.contains(&at) {
+                    let placed = !stood_in.contains(&at) && stand_in(field).is_some_and(|v| put(&mut value, &at, v));
+                    if !placed {
+                        return None;
                     }
-                    _ => (full, message),
-                };
-                let fix = fix_for(&message);
-                self.error(&full, message, fix);
-                None
+                    stood_in.push(at);
+                    continue;
+                }
             }
+            let full = match (inner.as_str(), path) {
+                ("." | "", _) => path.to_string(),
+                (_, "") => inner.clone(),
+                _ => format!("{path}.{inner}"),
+            };
+            // A route's mode without its settings names the missing field first.
+            let (full, message) = match message.split_once(": ") {
+                Some((field @ ("adapter_config" | "fusion_config"), rest)) => {
+                    (format!("{full}.{field}"), rest.to_string())
+                }
+                _ => (full, message),
+            };
+            let fix = fix_for(&message);
+            self.error(&full, message, fix);
+            if inner == "." || inner.is_empty() || !take_out(&mut value, &inner) {
+                return None;
+            }
+            taken_out.push(inner);
+        }
+        None
+    }
+}
+
+/// How many bad fields of one entry are reported before the rest of it is given up.
+const MAX_FIELD_ERRORS_PER_ENTRY: usize = 32;
+
+/// `missing field `x`` → `x`.
+fn missing_field(message: &str) -> Option<&str> {
+    message.strip_prefix("missing field `")?.strip_suffix('`')
+}
+
+/// What a required field holds while the rest of its entry is checked (never served: the
+/// field's own error fails the load).
+fn stand_in(field: &str) -> Option<Value> {
+    match field {
+        "base_url" => Some(Value::String("http://stand-in.invalid/".into())),
+        _ => None,
+    }
+}
+
+fn join(parent: &str, field: &str) -> String {
+    if parent.is_empty() || parent == "." { field.to_string() } else { format!("{parent}.{field}") }
+}
+
+/// A path as serde_path_to_error writes it (`models[0].kind`) as its steps.
+fn steps(path: &str) -> Option<Vec<Result<String, usize>>> {
+    let mut out = Vec::new();
+    for part in path.split('.') {
+        let (key, mut rest) = match part.find('[') {
+            Some(at) => (&part[..at], &part[at..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            out.push(Ok(key.to_string()));
+        }
+        while let Some(open) = rest.strip_prefix('[') {
+            let close = open.find(']')?;
+            out.push(Err(open[..close].parse().ok()?));
+            rest = &open[close + 1..];
         }
     }
+    Some(out)
+}
+
+/// The mapping that holds the last step of `path`, and that step's key.
+fn parent_of<'v>(value: &'v mut Value, path: &str) -> Option<(&'v mut Mapping, String)> {
+    let mut steps = steps(path)?;
+    let Some(Ok(last)) = steps.pop() else { return None };
+    let mut at = value;
+    for step in steps {
+        at = match step {
+            Ok(key) => at.as_mapping_mut()?.get_mut(key.as_str())?,
+            Err(index) => at.as_sequence_mut()?.get_mut(index)?,
+        };
+    }
+    Some((at.as_mapping_mut()?, last))
+}
+
+/// Takes the field at `path` out of `value`; false when there is no such field.
+fn take_out(value: &mut Value, path: &str) -> bool {
+    parent_of(value, path).is_some_and(|(map, key)| map.remove(key.as_str()).is_some())
+}
+
+/// Puts `field` at `path` in `value`; false when its parent is not there.
+fn put(value: &mut Value, path: &str, field: Value) -> bool {
+    parent_of(value, path).map(|(map, key)| map.insert(Value::String(key), field)).is_some()
 }
 
 /// Adapter names `dir` adds to those the caller knows (built-ins and bundled scripts).
@@ -543,6 +623,12 @@ fn fix_for(message: &str) -> String {
         "add adapter_config: {vision_alias: ROUTE, fallback: skip-image}".into()
     } else if message == "mode fusion needs fusion_config" {
         "add fusion_config: {judge_alias: ROUTE}".into()
+    } else if message.ends_with(super::values::BASE_URL_PROBLEM) {
+        "write the API base, e.g. https://api.openai.com/v1".into()
+    } else if message.starts_with(super::values::SECONDS_PROBLEM) || message.starts_with(super::values::WAIT_PROBLEM) {
+        "write a number of seconds, e.g. 60".into()
+    } else if message.starts_with(super::values::WHOLE_SECONDS_PROBLEM) {
+        "write a whole number of seconds, e.g. 120".into()
     } else if message.starts_with("invalid type") || message.starts_with("invalid value") {
         "write a value of the type the message expects".into()
     } else {
@@ -579,5 +665,36 @@ mod tests {
         assert!(too_deep(&deep("? ", "", 5000)).is_some());
         assert!(too_deep(&format!("a:\n{}b: 1\n", " ".repeat(400))).is_some());
         assert!(too_deep("name: \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"\n").is_none(), "quoted");
+    }
+
+    #[test]
+    fn every_bad_field_of_one_entry_is_named_and_the_checks_after_still_run() {
+        let text = "data_dir: /tmp/switchyard-never-written\nsources:\n  - name: s\n    base_url: ftp://nope\n    timeout_seconds: 0\n    idle_timeout_seconds: -1\n    max_concurent: 3\n    adapter: opeani\n    models: [{name: m, kind: video}]\n";
+        let Err(ConfigError::Invalid { errors, .. }) = load_str(text, Path::new("c.yaml"), &|_| None, &["openai"])
+        else {
+            panic!("a config with bad fields loaded");
+        };
+        let found: Vec<(&str, &str)> = errors.iter().map(|e| (e.path.as_str(), e.fix.as_str())).collect();
+        for (path, fix) in [
+            ("sources[0].base_url", "write the API base, e.g. https://api.openai.com/v1"),
+            ("sources[0].timeout_seconds", "write a whole number of seconds, e.g. 120"),
+            ("sources[0].idle_timeout_seconds", "write a number of seconds, e.g. 60"),
+            ("sources[0].max_concurent", "remove it or correct its spelling (the message lists the accepted fields)"),
+            ("sources[0].models[0].kind", "use one of the values the message lists"),
+        ] {
+            assert!(found.contains(&(path, fix)), "no {path} with its fix in {found:?}");
+        }
+        // The adapter is checked after the entry parsed, on what the stand-ins let through.
+        assert!(found.iter().any(|(path, _)| *path == "sources[0].adapter"), "{found:?}");
+        assert_eq!(errors.len(), 6, "{errors:?}");
+    }
+
+    #[test]
+    fn paths_are_walked_as_serde_writes_them() {
+        let mut value: Value = serde_yaml::from_str("a: {b: [{c: 1, d: 2}]}").unwrap();
+        assert!(take_out(&mut value, "a.b[0].c"));
+        assert!(!take_out(&mut value, "a.b[0].c") && !take_out(&mut value, "a.b[3].d") && !take_out(&mut value, "."));
+        assert!(put(&mut value, "a.b[0].e", Value::Bool(true)));
+        assert_eq!(value, serde_yaml::from_str::<Value>("a: {b: [{d: 2, e: true}]}").unwrap());
     }
 }

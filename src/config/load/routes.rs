@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use super::{Collector, seconds};
+use super::Collector;
 use crate::config::runtime::{ChainSlot, SlotConfig};
 use crate::config::{Config, ModelKind, RouteConfig, RouteMode, SourceConfig, SourceName};
 use crate::domain::{AUTO, Quota};
@@ -63,13 +63,6 @@ impl Collector<'_> {
                     }
                     if f.min_candidates == 0 {
                         self.error(&at("fusion_config.min_candidates"), "must be at least 1", "e.g. 2");
-                    }
-                    if !seconds(f.timeout_seconds, false) {
-                        self.error(
-                            &at("fusion_config.timeout_seconds"),
-                            "must be a positive number of seconds (at most 10000000)",
-                            "e.g. 30",
-                        );
                     }
                 }
                 _ => {}

@@ -6,9 +6,7 @@ use std::path::PathBuf;
 
 use serde_yaml::{Mapping, Value};
 
-use super::{
-    Collector, MAX_BODY_LIMIT_MB, MAX_SECONDS, MAX_SESSIONS_PER_INSTANCE, MIN_TOKEN_BYTES, host_name, seconds,
-};
+use super::{Collector, MAX_BODY_LIMIT_MB, MAX_SECONDS, MAX_SESSIONS_PER_INSTANCE, MIN_TOKEN_BYTES, host_name};
 use crate::config::{AdminToken, SandboxConfig, Secret, Settings, SourceName};
 use crate::domain::{AffinityPolicy, CooldownPolicy, SandboxLimits, ScoringPolicy};
 
@@ -167,7 +165,7 @@ impl Collector<'_> {
             ("server.body_timeout_seconds", s.body_timeout_seconds),
             ("server.idle_timeout_seconds", s.idle_timeout_seconds),
         ] {
-            if !(seconds(secs, false) && secs <= 86_400.0) {
+            if secs.get() > 86_400.0 {
                 self.error(field, "must be a number of seconds above 0 (at most a day)", "write e.g. 10");
             }
         }

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use super::{Collector, MAX_SECONDS, closest, seconds};
+use super::{Collector, closest};
 use crate::config::SourceConfig;
 
 impl Collector<'_> {
@@ -25,14 +25,6 @@ impl Collector<'_> {
                     "give every source its own name",
                 );
             }
-            match reqwest::Url::parse(&s.base_url) {
-                Ok(url) if matches!(url.scheme(), "http" | "https") => {}
-                _ => self.error(
-                    &at("base_url"),
-                    format!("`{}` is not an http(s) URL", s.base_url),
-                    "write the API base, e.g. https://api.openai.com/v1",
-                ),
-            }
             if !adapters.iter().any(|a| a == s.adapter.as_str()) {
                 let known: Vec<&str> = adapters.iter().map(String::as_str).collect();
                 let near =
@@ -48,50 +40,6 @@ impl Collector<'_> {
                     &at("max_concurrent"),
                     "must be at least 1",
                     "write how many requests may run at once, e.g. 10",
-                );
-            }
-            if s.timeout_seconds == 0 || s.timeout_seconds as f64 > MAX_SECONDS {
-                self.error(
-                    &at("timeout_seconds"),
-                    "must be at least 1 and at most 10000000",
-                    "write the request timeout in seconds, e.g. 120",
-                );
-            }
-            if s.connect_timeout_seconds == 0 || s.connect_timeout_seconds as f64 > MAX_SECONDS {
-                self.error(
-                    &at("connect_timeout_seconds"),
-                    "must be at least 1 and at most 10000000",
-                    "write the connect timeout in seconds, e.g. 10",
-                );
-            }
-            if !seconds(s.queue_timeout_seconds, true) {
-                self.error(
-                    &at("queue_timeout_seconds"),
-                    "must be zero or a positive number of seconds (at most 10000000)",
-                    "write the longest wait for a free place under max_concurrent in seconds, e.g. 10",
-                );
-            }
-            if !seconds(s.idle_timeout_seconds, false) {
-                self.error(
-                    &at("idle_timeout_seconds"),
-                    "must be a positive number of seconds (at most 10000000)",
-                    "write the longest silence between stream events in seconds, e.g. 60",
-                );
-            }
-            if let Some(t) = s.first_byte_timeout_seconds
-                && !seconds(t, false)
-            {
-                self.error(
-                    &at("first_byte_timeout_seconds"),
-                    "must be a positive number of seconds (at most 10000000)",
-                    "write the longest wait for the first byte in seconds, e.g. 60",
-                );
-            }
-            if !seconds(s.stream_timeout_seconds, false) {
-                self.error(
-                    &at("stream_timeout_seconds"),
-                    "must be a positive number of seconds (at most 10000000)",
-                    "write the longest a stream may run in seconds, e.g. 1800",
                 );
             }
             if s.rpm == Some(0) {

@@ -3,8 +3,6 @@
 //! strategy. The judge streams to streaming clients; `ranked` returns the best answer verbatim.
 //! Every call logs its row under one fusion id, named in the response headers.
 
-use std::time::Duration;
-
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize as _;
 use serde_json::{Value, json};
@@ -38,7 +36,7 @@ pub async fn fuse(
     candidates: Vec<Planned<'_>>,
 ) -> Result<Reply, ApiError> {
     let fusion_id = uuid::Uuid::new_v4().simple().to_string();
-    let per_candidate = Duration::from_secs_f64(config.timeout_seconds);
+    let per_candidate = config.timeout_seconds.duration();
     // Candidates answer whole, whatever the client asked: the judge needs every answer.
     let mut request: Value = serde_json::from_str(call.unified).unwrap_or_default();
     if let Some(fields) = request.as_object_mut() {
