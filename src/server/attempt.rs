@@ -36,7 +36,7 @@ pub fn operation(kind: ModelKind) -> Operation {
 /// A request with no unified form goes only to adapters that take it as sent: refused when
 /// none of the candidates' adapters does.
 pub fn some_adapter_takes(gw: &Gateway, call: &Call<'_>, candidates: &[Planned<'_>]) -> Result<(), ApiError> {
-    let (Some(why), Some(native)) = (call.unified_error, call.native) else { return Ok(()) };
+    let (Some(why), Some(native)) = (call.body.untranslatable(), call.native) else { return Ok(()) };
     let takes_it = |p: &Planned<'_>| {
         gw.plugins
             .adapter(&p.resolved.source.adapter)
@@ -61,7 +61,7 @@ pub fn fit(
     }
     let native =
         call.native.and_then(|n| adapter.native_headers(n.protocol.as_str()).map(|names| n.for_adapter(names, source)));
-    match (native, call.unified_error) {
+    match (native, call.body.untranslatable()) {
         (None, Some(why)) => {
             Err(format!("adapter `{}` takes only translated requests, and this one cannot be: {why}", adapter.name()))
         }
@@ -100,12 +100,12 @@ pub async fn call_upstream(
 ) -> Result<(Done, Duration), AttemptError> {
     let started = Instant::now();
     if call.stream {
-        let chunks = provider.stream(target, call.unified).await?;
+        let chunks = provider.stream(target, call.body.text()).await?;
         let head = started.elapsed();
         let first = chunks.first_chunk().await?;
         Ok((Done::Stream(first.holding(ticket.take_permit())), head))
     } else if streams_whole_answer(call, target)
-        && let Some(unified) = asking_for_a_stream(call.unified.as_bytes())
+        && let Some(unified) = asking_for_a_stream(call.body.text().as_bytes())
     {
         // Sent as a stream, answered whole: an upstream gone silent is given up on at the
         // stream's first-byte or idle timeout instead of the whole request's.
@@ -116,7 +116,7 @@ pub async fn call_upstream(
         let streamed = Target { native: native.as_ref(), ..*target };
         provider.complete_by_stream(&streamed, &unified).await.map(|(body, head)| (Done::Whole(body), head))
     } else {
-        provider.complete(target, call.unified).await.map(|(body, head)| (Done::Whole(body), head))
+        provider.complete(target, call.body.text()).await.map(|(body, head)| (Done::Whole(body), head))
     }
 }
 

@@ -84,8 +84,8 @@ pub struct Call<'a> {
     pub runtime: &'a Runtime,
     pub request_id: &'a str,
     pub model: &'a str,
-    /// Unified request JSON (OpenAI Chat Completions or Embeddings shape, by `kind`).
-    pub unified: &'a str,
+    /// What adapters are handed: the unified form, or only the client's own body.
+    pub body: CallBody<'a>,
     pub stream: bool,
     /// The kind of model the endpoint serves.
     pub kind: ModelKind,
@@ -98,9 +98,42 @@ pub struct Call<'a> {
     /// The client's request as sent, for adapters that forward its protocol untranslated;
     /// `None` once the gateway has changed the request (vision, fusion, judges).
     pub native: Option<Native<'a>>,
-    /// Why the request has no unified form (a block the gateway cannot translate): only
-    /// adapters that take `native` may serve it, and `unified` is the client's body then.
-    pub unified_error: Option<&'a str>,
+}
+
+/// A call's request: the unified form, or (when the gateway cannot translate it) only the
+/// client's own body, which only adapters that take `native` may serve.
+#[derive(Clone, Copy)]
+pub enum CallBody<'a> {
+    /// Unified request JSON (OpenAI Chat Completions or Embeddings shape, by the call's `kind`).
+    Unified(&'a str),
+    /// No unified form: `why` says what could not be translated.
+    ClientOnly { client: &'a str, why: &'a str },
+}
+
+impl<'a> CallBody<'a> {
+    /// The unified form, when there is one.
+    pub fn unified(self) -> Option<&'a str> {
+        match self {
+            CallBody::Unified(unified) => Some(unified),
+            CallBody::ClientOnly { .. } => None,
+        }
+    }
+
+    /// Why there is no unified form, when there is none.
+    pub fn untranslatable(self) -> Option<&'a str> {
+        match self {
+            CallBody::Unified(_) => None,
+            CallBody::ClientOnly { why, .. } => Some(why),
+        }
+    }
+
+    /// The request's text, for what reads any form of it: token estimates, the affinity
+    /// fingerprint, an adapter that forwards the client's body anyway.
+    pub fn text(self) -> &'a str {
+        match self {
+            CallBody::Unified(text) | CallBody::ClientOnly { client: text, .. } => text,
+        }
+    }
 }
 
 /// Route calls deeper than this (a vision route whose vision route is...) are refused.

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::value::RawValue;
 
-use super::call::{Answer, Call, Native, Protocol};
+use super::call::{Answer, Call, CallBody, Native, Protocol};
 use super::dispatch::dispatch;
 use super::envelope::RequestId;
 use super::error::ApiError;
@@ -45,7 +45,7 @@ pub async fn chat_completions(
     let unified = if hide_usage { asking_for_usage(sent, has_stream_options)? } else { sent.into() };
     let call = Call {
         model: &model,
-        unified: &unified,
+        body: CallBody::Unified(&unified),
         stream,
         kind: ModelKind::Chat,
         client_ip,
@@ -54,7 +54,6 @@ pub async fn chat_completions(
         depth: 0,
         fusion_id: None,
         native: Some(Native { protocol: Protocol::OpenAiChat, body: &bytes, headers: &incoming.headers }),
-        unified_error: None,
     };
     let reply = dispatch(gw, &key, call).await?;
     let mut response = match reply.answer {

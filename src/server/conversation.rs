@@ -27,7 +27,7 @@ impl Conversation {
             #[serde(default)]
             messages: Vec<Value>,
         }
-        let messages = serde_json::from_str::<Messages>(call.unified).map(|m| m.messages).unwrap_or_default();
+        let messages = serde_json::from_str::<Messages>(call.body.text()).map(|m| m.messages).unwrap_or_default();
         let ip = call.client_ip.to_string();
         let query = scheduler::query_pair(&messages).map(|pair| scheduler::fingerprint(key.as_str(), &ip, pair));
         Conversation { query, last: messages.last().cloned() }

@@ -13,7 +13,7 @@ use super::admission;
 use super::attempt;
 use super::auth::KeyEntry;
 use super::books::{Books, LogContext};
-use super::call::{Call, Reply};
+use super::call::{Call, CallBody, Reply};
 use super::conversation::Conversation;
 use super::error::ApiError;
 use super::modes;
@@ -34,7 +34,7 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
         let label = super::scope::metric_label(&call, mode, &candidates);
         let log = LogContext::of(&call, key, route.map(|r| r.alias.clone()), mode, label);
         if let (Some(why), Some(RouteMode::Vision(_) | RouteMode::Fusion(_))) =
-            (call.unified_error, route.map(|r| &r.mode))
+            (call.body.untranslatable(), route.map(|r| &r.mode))
         {
             return Err(ApiError::invalid_request(why.to_string()));
         }
@@ -42,7 +42,14 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
             Some((_, RouteMode::Vision(vision))) => {
                 match modes::vision::describe_images(&Gate(gw), key, &call, vision).await? {
                     Some(unified) => {
-                        serve(gw, key, &Call { unified: &unified, native: None, ..call }, candidates, log).await
+                        serve(
+                            gw,
+                            key,
+                            &Call { body: CallBody::Unified(&unified), native: None, ..call },
+                            candidates,
+                            log,
+                        )
+                        .await
                     }
                     None => serve(gw, key, &call, candidates, log).await,
                 }
@@ -84,8 +91,8 @@ async fn serve(
 ) -> Result<Reply, ApiError> {
     let operation = attempt::operation(call.kind);
     // Every call counts against the key, the ones the gateway makes on its behalf too.
-    let prompt_estimate = crate::provider::prompt_estimate(call.unified);
-    let mut reservation = Some(admission::admit(gw, key, call.unified, prompt_estimate)?);
+    let prompt_estimate = crate::provider::prompt_estimate(call.body.text());
+    let mut reservation = Some(admission::admit(gw, key, call.body.text(), prompt_estimate)?);
     attempt::some_adapter_takes(gw, call, &candidates)?;
     let conversation = Conversation::of(&key.name, call, gw.scheduler.policy().affinity.enabled);
     let plan = gw.scheduler.plan(candidates, call.model, conversation.query.as_deref());

@@ -6,7 +6,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::call::{Answer, Call};
+use super::call::{Answer, Call, CallBody};
 use super::dispatch::dispatch;
 use super::envelope::RequestId;
 use super::error::ApiError;
@@ -45,7 +45,7 @@ pub async fn embeddings(
     let unified = std::str::from_utf8(&bytes).map_err(|_| ApiError::invalid_request("request body is not UTF-8"))?;
     let call = Call {
         model: &request.model,
-        unified,
+        body: CallBody::Unified(unified),
         stream: false,
         kind: ModelKind::Embedding,
         client_ip,
@@ -54,7 +54,6 @@ pub async fn embeddings(
         depth: 0,
         fusion_id: None,
         native: None,
-        unified_error: None,
     };
     match dispatch(gw, &key, call).await?.answer {
         Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),

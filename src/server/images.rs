@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::call::{Answer, Call};
+use super::call::{Answer, Call, CallBody};
 use super::dispatch::dispatch;
 use super::envelope::RequestId;
 use super::error::ApiError;
@@ -60,7 +60,7 @@ pub async fn images(
     let unified = Value::Object(unified).to_string();
     let call = Call {
         model: &model,
-        unified: &unified,
+        body: CallBody::Unified(&unified),
         stream: false,
         kind: ModelKind::Image,
         client_ip,
@@ -69,7 +69,6 @@ pub async fn images(
         depth: 0,
         fusion_id: None,
         native: None,
-        unified_error: None,
     };
     match dispatch(gw, &key, call).await?.answer {
         Answer::Complete(body) => Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()),

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
 use super::books::{LogContext, LogMode};
-use super::call::{Answer, Call, Native, Protocol};
+use super::call::{Answer, Call, CallBody, Native, Protocol};
 use super::dispatch::dispatch;
 use super::envelope::{FrontDoor, RequestId};
 use super::error::{ApiError, ErrorType};
@@ -51,7 +51,9 @@ pub async fn messages(
     let native = Native { protocol: Protocol::AnthropicMessages, body: &bytes, headers: &incoming.headers };
     let call = Call {
         model: &model,
-        unified: &unified,
+        body: unified_error
+            .as_deref()
+            .map_or(CallBody::Unified(&unified), |why| CallBody::ClientOnly { client: &unified, why }),
         stream,
         kind: ModelKind::Chat,
         client_ip,
@@ -60,7 +62,6 @@ pub async fn messages(
         depth: 0,
         fusion_id: None,
         native: Some(native),
-        unified_error: unified_error.as_deref(),
     };
     let reply = dispatch(gw, &key, call).await?;
     let mut response = match reply.answer {
@@ -118,7 +119,7 @@ pub async fn count_tokens(
     let (unified, unified_error) = translated(&request, &bytes);
     let call = Call {
         model: &request.model,
-        unified: &unified,
+        body: CallBody::Unified(&unified),
         stream: false,
         kind: ModelKind::Chat,
         client_ip: incoming.client_ip,
@@ -127,7 +128,6 @@ pub async fn count_tokens(
         depth: 0,
         fusion_id: None,
         native: None,
-        unified_error: None,
     };
     let (route, candidates, mode) = super::scope::plan_candidates(&key, &call)?;
     let label = super::scope::metric_label(&call, mode, &candidates).to_string();

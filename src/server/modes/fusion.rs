@@ -13,7 +13,7 @@ use crate::provider::ChunkStream;
 use crate::router::Planned;
 use crate::server::auth::KeyEntry;
 use crate::server::books::{LogContext, LogMode};
-use crate::server::call::{Answer, Call, Reply};
+use crate::server::call::{Answer, Call, CallBody, Reply};
 use crate::server::error::{ApiError, ErrorType};
 
 use super::Dispatcher;
@@ -38,13 +38,19 @@ pub async fn fuse(
     let fusion_id = uuid::Uuid::new_v4().simple().to_string();
     let per_candidate = config.timeout_seconds.duration();
     // Candidates answer whole, whatever the client asked: the judge needs every answer.
-    let mut request: Value = serde_json::from_str(call.unified).unwrap_or_default();
+    let mut request: Value = call.body.unified().and_then(|u| serde_json::from_str(u).ok()).unwrap_or_default();
     if let Some(fields) = request.as_object_mut() {
         fields.insert("stream".into(), Value::Bool(false));
         fields.remove("stream_options");
     }
     let whole_body = request.to_string();
-    let whole = Call { stream: false, unified: &whole_body, fusion_id: Some(&fusion_id), native: None, ..*call };
+    let whole = Call {
+        stream: false,
+        body: CallBody::Unified(&whole_body),
+        fusion_id: Some(&fusion_id),
+        native: None,
+        ..*call
+    };
     let attempts = candidates.into_iter().map(|planned| {
         let provider = planned.resolved.qualified();
         let log = LogContext::of(&whole, key, Some(route.alias.clone()), LogMode::Fusion, &route.alias);
@@ -95,12 +101,11 @@ pub async fn fuse(
     let judge_body = judge_request(config, &conversation, &answered, judge_stream).to_string();
     let judge = Call {
         model: &config.judge_alias,
-        unified: &judge_body,
+        body: CallBody::Unified(&judge_body),
         stream: judge_stream,
         depth: call.depth + 1,
         fusion_id: Some(&fusion_id),
         native: None,
-        unified_error: None,
         ..*call
     };
     let verdict = gw.dispatch(&key.internal(), judge).await.map_err(|e| ApiError {

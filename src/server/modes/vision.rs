@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::Dispatcher;
 use crate::config::{ModelKind, VisionConfig, VisionFallback};
 use crate::server::auth::KeyEntry;
-use crate::server::call::{Answer, Call};
+use crate::server::call::{Answer, Call, CallBody};
 use crate::server::error::ApiError;
 
 /// Images described at once per request.
@@ -25,11 +25,12 @@ pub async fn describe_images(
     vision: &VisionConfig,
 ) -> Result<Option<String>, ApiError> {
     // Most requests carry no image: skip the parse for them.
-    if !call.unified.contains("image") {
+    let Some(unified) = call.body.unified() else { return Ok(None) };
+    if !unified.contains("image") {
         return Ok(None);
     }
-    let mut request: Value = serde_json::from_str(call.unified)
-        .map_err(|e| ApiError::invalid_request(format!("request is not JSON: {e}")))?;
+    let mut request: Value =
+        serde_json::from_str(unified).map_err(|e| ApiError::invalid_request(format!("request is not JSON: {e}")))?;
     let images: Vec<Value> = image_blocks(&mut request).map(|b| b.clone()).collect();
     if images.is_empty() {
         return Ok(None);
@@ -92,13 +93,12 @@ async fn describe(
     .to_string();
     let describe = Call {
         model: &vision.vision_alias,
-        unified: &body,
+        body: CallBody::Unified(&body),
         stream: false,
         kind: ModelKind::Chat,
         depth: call.depth + 1,
         fusion_id: None,
         native: None,
-        unified_error: None,
         ..*call
     };
     let reply = gw.dispatch(key, describe).await?;

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::{Map, Value};
 
-use super::call::{Answer, Call, Native, Protocol};
+use super::call::{Answer, Call, CallBody, Native, Protocol};
 use super::dispatch::dispatch;
 use super::envelope::RequestId;
 use super::error::{ApiError, ErrorType};
@@ -85,7 +85,9 @@ pub async fn responses(
     };
     let call = Call {
         model: &checked.model,
-        unified: &unified,
+        body: unified_error
+            .as_deref()
+            .map_or(CallBody::Unified(&unified), |why| CallBody::ClientOnly { client: &unified, why }),
         stream: checked.stream,
         kind: ModelKind::Chat,
         client_ip: incoming.client_ip,
@@ -94,7 +96,6 @@ pub async fn responses(
         depth: 0,
         fusion_id: None,
         native: Some(Native { protocol: Protocol::OpenAiResponses, body: &forwarded, headers: &incoming.headers }),
-        unified_error: unified_error.as_deref(),
     };
     let echo = encode::Echo {
         model: checked.model.clone(),
