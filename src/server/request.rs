@@ -168,6 +168,40 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Checked<T> {
     }
 }
 
+/// A part of a request the gateway reads if it can and passes over if not: anything that is
+/// not a `T` (a wrong type, `null`) reads as `None` instead of failing the request, so a shape
+/// only an upstream understands can still go to it as sent.
+#[derive(Debug)]
+pub struct Lenient<T>(pub Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either<T> {
+            Read(T),
+            Passed(serde::de::IgnoredAny),
+        }
+        Ok(Lenient(match Either::<T>::deserialize(deserializer)? {
+            Either::Read(value) => Some(value),
+            Either::Passed(_) => None,
+        }))
+    }
+}
+
+impl<T> Default for Lenient<T> {
+    fn default() -> Self {
+        Lenient(None)
+    }
+}
+
+/// For `#[serde(deserialize_with)]`: `null` reads as the field's default, as leaving it out does.
+pub fn null_is_default<'de, D: serde::Deserializer<'de>, T: Deserialize<'de> + Default>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 /// The Chat Completions fields the gateway checks before any adapter sees the request;
 /// everything else passes through untouched.
 #[derive(Debug, Deserialize)]

@@ -6,7 +6,7 @@ use serde::de::IgnoredAny;
 use serde_json::{Map, Number, Value, json};
 
 use crate::server::error::ApiError;
-use crate::server::request::ModelName;
+use crate::server::request::{Lenient, ModelName, null_is_default};
 use switchyard_unified::AnthropicImageSource;
 
 /// A Messages request as the gateway reads it, parsed once from the client's bytes: every
@@ -27,7 +27,7 @@ pub struct MessagesRequest<'a> {
     pub top_p: Option<Number>,
     pub top_k: Option<u64>,
     pub stop_sequences: Option<Vec<String>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub tools: Vec<Tool>,
     pub tool_choice: Option<ToolChoice>,
     pub thinking: Option<Thinking>,
@@ -68,12 +68,12 @@ pub enum Content {
 }
 
 /// A string or text blocks (`system`, a tool result's `content`); any other shape reads as
-/// no text, as the gateway read it before it had types.
+/// no text, and a block that is not one is passed over.
 #[derive(Debug, Default, Deserialize)]
 #[serde(untagged)]
 pub enum Text {
     Plain(String),
-    Blocks(Vec<TextBlock>),
+    Blocks(Vec<Lenient<TextBlock>>),
     #[default]
     #[serde(skip)]
     Empty,
@@ -83,7 +83,7 @@ pub enum Text {
 #[derive(Debug, Deserialize)]
 pub struct TextBlock {
     #[serde(default)]
-    pub text: Option<String>,
+    pub text: Lenient<String>,
     #[serde(default)]
     pub cache_control: Option<IgnoredAny>,
 }
@@ -93,20 +93,24 @@ impl Text {
     fn joined(&self) -> String {
         match self {
             Text::Plain(text) => text.clone(),
-            Text::Blocks(blocks) => blocks.iter().filter_map(|b| b.text.as_deref()).collect::<Vec<_>>().join("\n\n"),
+            Text::Blocks(blocks) => {
+                blocks.iter().filter_map(|b| b.0.as_ref()?.text.0.as_deref()).collect::<Vec<_>>().join("\n\n")
+            }
             Text::Empty | Text::Other(_) => String::new(),
         }
     }
 
     fn cache_marked(&self) -> bool {
-        matches!(self, Text::Blocks(blocks) if blocks.iter().any(|b| b.cache_control.is_some()))
+        matches!(self, Text::Blocks(blocks) if blocks.iter().flat_map(|b| &b.0).any(|b| b.cache_control.is_some()))
     }
 }
 
-/// One content block. Its wire form is read flat ([`WireBlock`]) so that a block type the
-/// gateway does not know keeps its name (the error says which) instead of failing the parse.
+/// One content block. Its wire form is read flat and leniently ([`WireBlock`]): a block type
+/// the gateway does not know keeps its name (the translation's error says which), and a field
+/// it cannot read fails the translation, not the request, which may still go as sent to an
+/// upstream that speaks Anthropic.
 #[derive(Debug, Deserialize)]
-#[serde(from = "WireBlock")]
+#[serde(from = "Lenient<WireBlock>")]
 pub struct Block {
     pub kind: BlockKind,
     /// Carries a `cache_control` marker.
@@ -141,43 +145,44 @@ pub enum BlockKind {
     Untyped,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 struct WireBlock {
     #[serde(rename = "type")]
-    kind: Option<String>,
-    text: Option<String>,
-    thinking: Option<String>,
-    signature: Option<String>,
-    id: Option<String>,
-    name: Option<String>,
+    kind: Lenient<String>,
+    text: Lenient<String>,
+    thinking: Lenient<String>,
+    signature: Lenient<String>,
+    id: Lenient<String>,
+    name: Lenient<String>,
     input: Option<Value>,
-    tool_use_id: Option<String>,
-    #[serde(default)]
+    tool_use_id: Lenient<String>,
     content: Text,
-    #[serde(default)]
-    is_error: bool,
-    source: Option<AnthropicImageSource>,
+    is_error: Lenient<bool>,
+    /// An image's source; other blocks' `source` (a search result's URL string) is not read.
+    source: Lenient<AnthropicImageSource>,
     cache_control: Option<IgnoredAny>,
 }
 
-impl From<WireBlock> for Block {
-    fn from(w: WireBlock) -> Block {
-        let kind = match w.kind.as_deref() {
-            Some("text") => BlockKind::Text { text: w.text.unwrap_or_default() },
-            Some("image") => match w.source {
-                Some(source) => BlockKind::Image { source },
-                None => BlockKind::Image { source: AnthropicImageSource::default() },
+impl From<Lenient<WireBlock>> for Block {
+    fn from(Lenient(wire): Lenient<WireBlock>) -> Block {
+        // Not an object at all: a block with no type.
+        let w = wire.unwrap_or_default();
+        let kind = match w.kind.0.as_deref() {
+            Some("text") => BlockKind::Text { text: w.text.0.unwrap_or_default() },
+            Some("image") => BlockKind::Image { source: w.source.0.unwrap_or_default() },
+            Some("tool_use") => BlockKind::ToolUse {
+                id: w.id.0.unwrap_or_default(),
+                name: w.name.0.unwrap_or_default(),
+                input: w.input,
             },
-            Some("tool_use") => {
-                BlockKind::ToolUse { id: w.id.unwrap_or_default(), name: w.name.unwrap_or_default(), input: w.input }
-            }
             Some("tool_result") => BlockKind::ToolResult {
-                tool_use_id: w.tool_use_id.unwrap_or_default(),
+                tool_use_id: w.tool_use_id.0.unwrap_or_default(),
                 content: w.content,
-                is_error: w.is_error,
+                is_error: w.is_error.0.unwrap_or(false),
             },
             Some("thinking") => {
-                BlockKind::Thinking { thinking: w.thinking.unwrap_or_default(), signature: w.signature }
+                BlockKind::Thinking { thinking: w.thinking.0.unwrap_or_default(), signature: w.signature.0 }
             }
             Some(other) => BlockKind::Other(other.to_string()),
             None => BlockKind::Untyped,
@@ -200,7 +205,7 @@ pub struct ToolChoice {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub name: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub disable_parallel_tool_use: bool,
 }
 

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Map, Number, Value, json};
 
 use crate::server::error::ApiError;
-use crate::server::request::ModelName;
+use crate::server::request::{Lenient, ModelName, null_is_default};
 
 /// A Responses request as the gateway reads it: every field the translation reads, named and
 /// typed, read (borrowing) from the parsed body. The body itself stays, for what goes as sent
@@ -40,10 +40,11 @@ pub struct ResponsesRequest<'a> {
     pub reasoning: Option<Reasoning<'a>>,
     #[serde(default)]
     pub text: Option<TextConfig>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "null_is_default")]
     pub tools: Vec<Tool<'a>>,
+    /// A choice the gateway cannot read (an object without `type`) reads as none was given.
     #[serde(borrow, default)]
-    pub tool_choice: Option<ToolChoice<'a>>,
+    pub tool_choice: Lenient<ToolChoice<'a>>,
 }
 
 /// `input`: one user message as a string, or items.
@@ -53,7 +54,9 @@ pub enum Input<'a> {
     #[default]
     None,
     Text(#[serde(borrow)] Cow<'a, str>),
-    Items(#[serde(borrow)] Vec<Item<'a>>),
+    /// An item the gateway cannot read (not an object, a field of the wrong type) is passed
+    /// over by the translation as untyped; it still goes as sent to a Responses upstream.
+    Items(#[serde(borrow)] Vec<Lenient<Item<'a>>>),
 }
 
 /// One input item, read flat: an item type the unified form cannot carry (reasoning, built-in
@@ -150,7 +153,7 @@ pub struct Tool<'a> {
     /// The JSON Schema, passed on as written.
     pub parameters: Option<Value>,
     /// A namespace's own tools.
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "null_is_default")]
     pub tools: Vec<Tool<'a>>,
 }
 
@@ -204,14 +207,16 @@ pub struct Namespaces(Vec<(String, String, String)>);
 impl Namespaces {
     pub fn of(request: &ResponsesRequest<'_>) -> Namespaces {
         let is_function = |t: &&Tool<'_>| t.kind.as_deref() == Some("function");
-        let top: Vec<&str> = request.tools.iter().filter(is_function).filter_map(|t| t.name.as_deref()).collect();
+        // A set: a body may declare half a million of each.
+        let top: std::collections::HashSet<&str> =
+            request.tools.iter().filter(is_function).filter_map(|t| t.name.as_deref()).collect();
         let mut out = Vec::new();
         for namespace in request.tools.iter().filter(|t| t.kind.as_deref() == Some("namespace")) {
             let Some(ns) = namespace.name.as_deref() else { continue };
             for inner in namespace.tools.iter().filter(is_function) {
                 let Some(name) = inner.name.as_deref() else { continue };
                 let flat = flat_name(ns, name);
-                if !top.contains(&flat.as_str()) {
+                if !top.contains(flat.as_str()) {
                     out.push((flat, ns.to_string(), name.to_string()));
                 }
             }
@@ -270,6 +275,10 @@ pub fn to_unified(request: &ResponsesRequest<'_>) -> Result<(Value, Dropped), Ap
         Input::Text(text) => messages.push(json!({"role": "user", "content": text})),
         Input::Items(items) => {
             for (i, item) in items.iter().enumerate() {
+                let Some(item) = &item.0 else {
+                    dropped.items.push("untyped".into());
+                    continue;
+                };
                 input_item(item, &mut messages, &mut dropped).map_err(|e| e.param(format!("input[{i}]")))?;
             }
         }
@@ -350,7 +359,7 @@ pub fn to_unified(request: &ResponsesRequest<'_>) -> Result<(Value, Dropped), Ap
     }
     // A built-in tool the client requires (`tool_choice` naming it, or `required` with no
     // function left) cannot be served by a chat upstream: no unified form, not a silent drop.
-    let required_builtin = match &request.tool_choice {
+    let required_builtin = match &request.tool_choice.0 {
         Some(ToolChoice::Tool { kind, .. }) if !matches!(kind.as_ref(), "function" | "allowed_tools") => {
             Some(kind.as_ref())
         }
@@ -367,7 +376,7 @@ pub fn to_unified(request: &ResponsesRequest<'_>) -> Result<(Value, Dropped), Ap
     }
     if !tools.is_empty() {
         out.insert("tools".into(), Value::Array(tools));
-        if let Some(choice) = &request.tool_choice {
+        if let Some(choice) = &request.tool_choice.0 {
             let unified = match choice {
                 ToolChoice::Mode(mode) => json!(mode),
                 ToolChoice::Tool { kind, name, namespace } if kind == "function" => {
