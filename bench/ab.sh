@@ -35,7 +35,8 @@ keys: [{name: bench, key: sk-bench, models: ['*']${KEY_EXTRA:-}}]
 affinity: {enabled: false}
 $3
 sources:
-  - {name: openai, base_url: 'http://127.0.0.1:9101/v1', api_key: sk-upstream, max_concurrent: 500${SOURCE_EXTRA:-}, models: [{name: bench}]}
+  # The mock paces streams: a whole answer asked as one would measure its pace (see run.sh).
+  - {name: openai, base_url: 'http://127.0.0.1:9101/v1', api_key: sk-upstream, max_concurrent: 500, stream_whole_answers: false${SOURCE_EXTRA:-}, models: [{name: bench}]}
 YAML
     local bin=target/release/switchyard
     if [ "$1" = a ]; then bin="${BIN_A:-$bin}"; else bin="${BIN_B:-$bin}"; fi

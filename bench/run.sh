@@ -74,9 +74,13 @@ data_dir: $work/switchyard/data
 keys: [{name: bench, key: sk-bench, models: ['*']}]
 affinity: {enabled: false}
 server: {max_connections: 25000, max_in_flight: 25000}   # 20,000 in flight in the 1 s scenario
+# stream_whole_answers: false — the mock answers a whole request at once but paces a stream
+# (CHUNKS events INTERVAL_MS apart), so a whole answer fetched as a stream would measure the
+# mock's pace, not the gateway's (against a real provider both take the generation's time).
 sources:
   - name: openai
     base_url: http://127.0.0.1:9100/v1
+    stream_whole_answers: false
     api_key: sk-upstream
     max_concurrent: 21000               # 20,000 in flight in the 1 s scenario
     timeout_seconds: 30
@@ -85,6 +89,7 @@ sources:
     base_url: http://127.0.0.1:9100/v1
     api_key: sk-upstream
     http_version: http2
+    stream_whole_answers: false
     max_concurrent: 21000
     timeout_seconds: 30
     models: [{name: slow-h2, upstream: slow}]
@@ -92,6 +97,7 @@ sources:
     base_url: http://127.0.0.1:9100/v1
     adapter: anthropic
     api_key: sk-upstream
+    stream_whole_answers: false
     max_concurrent: 500
     models: [{name: bench-a, upstream: bench}]
 YAML
