@@ -207,7 +207,7 @@ pub struct TelegramConfig {
     #[serde(default)]
     pub allowed_users: Vec<i64>,
     #[serde(default = "default_telegram_api")]
-    pub api_base: String,
+    pub api_base: BaseUrl,
     /// How long one `getUpdates` long poll waits for news.
     #[serde(default = "default_poll_timeout")]
     pub poll_timeout_seconds: u64,
@@ -216,8 +216,8 @@ pub struct TelegramConfig {
     pub alert_check_seconds: u64,
 }
 
-fn default_telegram_api() -> String {
-    "https://api.telegram.org".into()
+fn default_telegram_api() -> BaseUrl {
+    BaseUrl::try_from("https://api.telegram.org".to_string()).expect("an https URL")
 }
 
 fn default_poll_timeout() -> u64 {
@@ -277,7 +277,7 @@ pub(crate) struct SharedStateBlock {
 #[serde(deny_unknown_fields)]
 pub struct TelemetryConfig {
     /// The collector's OTLP/HTTP address, e.g. `http://127.0.0.1:4318` (`/v1/traces` is added).
-    pub otlp_endpoint: String,
+    pub otlp_endpoint: BaseUrl,
     #[serde(default = "default_service_name")]
     pub service_name: String,
     /// Share of traces kept (a client's sampled `traceparent` is followed as it says).

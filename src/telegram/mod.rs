@@ -59,7 +59,7 @@ impl Bot {
         let token = gateway.settings.admin_token.secret().map(|s| s.expose().to_string()).unwrap_or_default();
         Bot {
             admin: replies::Admin::new(crate::server::admin_service(gateway.clone()), token),
-            api: BotApi::new(&config.api_base, config.bot_token.expose()),
+            api: BotApi::new(config.api_base.as_str(), config.bot_token.expose()),
             allowed: config.allowed_chats.iter().copied().collect(),
             allowed_users: config.allowed_users.iter().copied().collect(),
             poll_timeout: Duration::from_secs(config.poll_timeout_seconds),

@@ -56,7 +56,7 @@ impl HttpClient for Client {
 
 /// A tracer provider exporting to the configured collector; spans go out in batches.
 pub fn provider(config: &TelemetryConfig, runtime: tokio::runtime::Handle) -> anyhow::Result<SdkTracerProvider> {
-    let base = config.otlp_endpoint.trim_end_matches('/');
+    let base = config.otlp_endpoint.trimmed();
     let endpoint = if base.ends_with("/v1/traces") { base.to_string() } else { format!("{base}/v1/traces") };
     let client = reqwest::Client::builder().timeout(EXPORT_TIMEOUT).build()?;
     let exporter = opentelemetry_otlp::SpanExporter::builder()

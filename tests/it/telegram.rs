@@ -180,7 +180,7 @@ fn telegram(mock: &BotMock) -> TelegramConfig {
         bot_token: serde_yaml::from_str(&format!("'{TOKEN}'")).unwrap(),
         allowed_chats: vec![OPERATOR, GROUP],
         allowed_users: Vec::new(),
-        api_base: mock.url.clone(),
+        api_base: mock.url.clone().try_into().unwrap(),
         poll_timeout_seconds: 1,
         alert_check_seconds: 5,
     }

@@ -519,7 +519,7 @@ impl Collector<'_> {
                 }
                 _ => (full, message),
             };
-            let fix = fix_for(&message);
+            let fix = fix_for(&message, &full);
             self.error(&full, message, fix);
             if inner == "." || inner.is_empty() || !take_out(&mut value, &inner) {
                 return None;
@@ -542,7 +542,7 @@ fn missing_field(message: &str) -> Option<&str> {
 /// field's own error fails the load).
 fn stand_in(field: &str) -> Option<Value> {
     match field {
-        "base_url" => Some(Value::String("http://stand-in.invalid/".into())),
+        "base_url" | "otlp_endpoint" => Some(Value::String("http://stand-in.invalid/".into())),
         _ => None,
     }
 }
@@ -612,7 +612,7 @@ fn adapter_stems(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn fix_for(message: &str) -> String {
+fn fix_for(message: &str, path: &str) -> String {
     if message.starts_with("unknown field") {
         "remove it or correct its spelling (the message lists the accepted fields)".into()
     } else if let Some(field) = message.strip_prefix("missing field ") {
@@ -624,7 +624,12 @@ fn fix_for(message: &str) -> String {
     } else if message == "mode fusion needs fusion_config" {
         "add fusion_config: {judge_alias: ROUTE}".into()
     } else if message.ends_with(super::values::BASE_URL_PROBLEM) {
-        "write the API base, e.g. https://api.openai.com/v1".into()
+        match path {
+            "telegram.api_base" => "leave it out for https://api.telegram.org",
+            "telemetry.otlp_endpoint" => "write the collector's OTLP/HTTP address, e.g. http://127.0.0.1:4318",
+            _ => "write the API base, e.g. https://api.openai.com/v1",
+        }
+        .into()
     } else if message.starts_with(super::values::SECONDS_PROBLEM) || message.starts_with(super::values::WAIT_PROBLEM) {
         "write a number of seconds, e.g. 60".into()
     } else if message.starts_with(super::values::WHOLE_SECONDS_PROBLEM) {
@@ -696,5 +701,17 @@ mod tests {
         assert!(!take_out(&mut value, "a.b[0].c") && !take_out(&mut value, "a.b[3].d") && !take_out(&mut value, "."));
         assert!(put(&mut value, "a.b[0].e", Value::Bool(true)));
         assert_eq!(value, serde_yaml::from_str::<Value>("a: {b: [{d: 2, e: true}]}").unwrap());
+    }
+
+    #[test]
+    fn a_url_setting_is_refused_with_the_fix_for_that_setting() {
+        let text =
+            "data_dir: /tmp/switchyard-never-written\ntelemetry: {otlp_endpoint: 'collector:4318'}\nsources: []\n";
+        let Err(ConfigError::Invalid { errors, .. }) = load_str(text, Path::new("c.yaml"), &|_| None, &["openai"])
+        else {
+            panic!("a non-http collector address was accepted");
+        };
+        let e = errors.iter().find(|e| e.path == "telemetry.otlp_endpoint").expect("the endpoint named");
+        assert!(e.message.contains("is not an http(s) URL") && e.fix.contains("OTLP/HTTP"), "{e:?}");
     }
 }

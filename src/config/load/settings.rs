@@ -78,17 +78,10 @@ impl Collector<'_> {
         let metrics: crate::config::MetricsConfig = self.field(top, "metrics").unwrap_or_default();
         self.check_metrics(&metrics);
         self.check_admin_token(&admin_token, listen);
-        if let Some(t) = &telemetry {
-            if !(t.otlp_endpoint.starts_with("http://") || t.otlp_endpoint.starts_with("https://")) {
-                self.error(
-                    "telemetry.otlp_endpoint",
-                    format!("`{}` is not an http(s) URL", t.otlp_endpoint),
-                    "write the collector's OTLP/HTTP address, e.g. http://127.0.0.1:4318",
-                );
-            }
-            if !(0.0..=1.0).contains(&t.sample_ratio) {
-                self.error("telemetry.sample_ratio", "must be between 0 and 1", "e.g. 1 (every trace) or 0.1");
-            }
+        if let Some(t) = &telemetry
+            && !(0.0..=1.0).contains(&t.sample_ratio)
+        {
+            self.error("telemetry.sample_ratio", "must be between 0 and 1", "e.g. 1 (every trace) or 0.1");
         }
         // A URL alone, or a block whose fields are checked one by one.
         let shared_state = match top.get("shared_state") {
@@ -287,13 +280,6 @@ impl Collector<'_> {
                 "telegram.allowed_chats",
                 "lists no chat: the bot would answer no one",
                 "write the chat ids that may command the gateway (docs/telegram.md says how to find yours)",
-            );
-        }
-        if !(t.api_base.starts_with("http://") || t.api_base.starts_with("https://")) {
-            self.error(
-                "telegram.api_base",
-                format!("`{}` is not an http(s) URL", t.api_base),
-                "leave it out for https://api.telegram.org",
             );
         }
         if !(1..=50).contains(&t.poll_timeout_seconds) {
