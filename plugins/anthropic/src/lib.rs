@@ -46,8 +46,8 @@ impl GuestSession for Session {
             }
             Operation::Chat => {}
         }
-        let unified = adapter_kit::parse_request(&request)?;
-        self.stream.borrow_mut().include_usage = unified::wants_stream_usage(&unified);
+        let unified = adapter_kit::parse_chat(&request)?;
+        self.stream.borrow_mut().include_usage = unified.wants_stream_usage();
         let body = request::to_messages(&unified, &self.ctx.upstream_model)?;
         request::http(&self.ctx, body)
     }

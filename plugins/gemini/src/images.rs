@@ -2,16 +2,17 @@
 //! `generateContent` with image output; both answered in OpenAI's images shape.
 
 use adapter_kit::errors::adapter_error;
+use adapter_kit::unified::ImagesRequest;
 use adapter_kit::{AdapterError, ErrorKind};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// (path under base_url, body) for an OpenAI images request.
-pub fn request(model: &str, unified: &Map<String, Value>) -> (String, Value) {
-    let prompt = unified.get("prompt").and_then(Value::as_str).unwrap_or_default();
-    let n = unified.get("n").and_then(Value::as_u64).unwrap_or(1);
+pub fn request(model: &str, images: &ImagesRequest) -> (String, Value) {
+    let prompt = images.prompt.as_deref().unwrap_or_default();
+    let n = images.n.unwrap_or(1);
     if model.starts_with("imagen") {
         let mut parameters = json!({"sampleCount": n});
-        if let Some(ratio) = unified.get("size").and_then(Value::as_str).and_then(aspect_ratio) {
+        if let Some(ratio) = images.size.as_deref().and_then(aspect_ratio) {
             parameters["aspectRatio"] = json!(ratio);
         }
         return (

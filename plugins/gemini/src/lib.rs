@@ -12,7 +12,7 @@ use adapter_kit::http::{join_url, setting_headers};
 use adapter_kit::unified::{self, ChunkBuilder, Usage};
 use adapter_kit::{
     AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, Operation, SourceContext,
-    StreamEvent, StreamFraming, StreamOutput, host, parse_request,
+    StreamEvent, StreamFraming, StreamOutput, host,
 };
 use serde_json::{Value, json};
 
@@ -113,14 +113,15 @@ impl GuestSession for Session {
     }
 
     fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
-        let unified = parse_request(&request)?;
         if self.ctx.operation == Operation::Embedding {
+            let embeddings = adapter_kit::parse_embeddings(&request)?;
             let model = format!("models/{}", self.ctx.upstream_model);
-            let requests: Vec<Value> = unified::embedding_inputs(&unified)
-                .into_iter()
+            let requests: Vec<Value> = embeddings
+                .inputs()
+                .iter()
                 .map(|text| {
                     let mut r = json!({"model": model, "content": {"parts": [{"text": text}]}});
-                    if let Some(d) = unified.get("dimensions") {
+                    if let Some(d) = &embeddings.dimensions {
                         r["outputDimensionality"] = d.clone();
                     }
                     r
@@ -129,12 +130,14 @@ impl GuestSession for Session {
             return Ok(self.post(&format!("{model}:batchEmbedContents"), json!({"requests": requests})));
         }
         if self.ctx.operation == Operation::Image {
-            self.image_urls.set(unified.get("response_format").and_then(Value::as_str) == Some("url"));
-            let (path, body) = images::request(&self.ctx.upstream_model, &unified);
+            let images = adapter_kit::parse_images(&request)?;
+            self.image_urls.set(images.response_format.as_deref() == Some("url"));
+            let (path, body) = images::request(&self.ctx.upstream_model, &images);
             return Ok(self.post(&path, body));
         }
-        self.stream.borrow_mut().include_usage = unified::wants_stream_usage(&unified);
-        let streaming = unified.get("stream").and_then(Value::as_bool) == Some(true);
+        let unified = adapter_kit::parse_chat(&request)?;
+        self.stream.borrow_mut().include_usage = unified.wants_stream_usage();
+        let streaming = unified.streams();
         let body = request::to_generate_content(&unified)?;
         let method = if streaming { "streamGenerateContent?alt=sse" } else { "generateContent" };
         Ok(self.post(&format!("models/{}:{method}", self.ctx.upstream_model), body))

@@ -174,13 +174,29 @@ pub fn model_ids(
 /// Most model ids read from one list.
 pub const MAX_MODELS: usize = 2000;
 
-/// Parses the unified request JSON the host hands over; it is always a JSON object.
+/// Parses the unified request JSON the host hands over as a map, for an adapter that passes it
+/// on; it is always a JSON object.
 pub fn parse_request(request: &str) -> Result<serde_json::Map<String, serde_json::Value>, AdapterError> {
     match serde_json::from_str::<serde_json::Value>(request) {
         Ok(serde_json::Value::Object(map)) => Ok(map),
         Ok(_) => Err(errors::adapter_error(ErrorKind::BadRequest, "request body must be a JSON object")),
         Err(e) => Err(errors::adapter_error(ErrorKind::BadRequest, &format!("request body is not JSON: {e}"))),
     }
+}
+
+/// The unified chat request, typed, for an adapter that translates it.
+pub fn parse_chat(request: &str) -> Result<unified::ChatRequest, AdapterError> {
+    unified::ChatRequest::parse(request).map_err(|e| errors::adapter_error(ErrorKind::BadRequest, &e))
+}
+
+/// An embeddings request, typed.
+pub fn parse_embeddings(request: &str) -> Result<unified::EmbeddingsRequest, AdapterError> {
+    unified::EmbeddingsRequest::parse(request).map_err(|e| errors::adapter_error(ErrorKind::BadRequest, &e))
+}
+
+/// An images request, typed.
+pub fn parse_images(request: &str) -> Result<unified::ImagesRequest, AdapterError> {
+    unified::ImagesRequest::parse(request).map_err(|e| errors::adapter_error(ErrorKind::BadRequest, &e))
 }
 
 /// Metadata for a built-in adapter (version = the workspace version).

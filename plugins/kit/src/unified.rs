@@ -1,6 +1,7 @@
-//! The unified (OpenAI Chat Completions) shapes adapters produce, and readers for the unified
-//! request, so every adapter builds chunks, responses and usage the same way.
+//! The unified (OpenAI Chat Completions) shapes adapters produce, and the typed unified request
+//! they read, so every adapter builds chunks, responses and usage the same way.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 /// Builds `chat.completion.chunk` JSON for one stream.
@@ -37,7 +38,10 @@ impl ChunkBuilder {
     }
 }
 
-pub use switchyard_unified::{Usage, content_text};
+pub use switchyard_unified::{
+    ChatMessage, ChatRequest, Content, EmbeddingsRequest, ImagesRequest, Part, Role, StreamOptions, ToolChoice,
+    ToolDef, Usage, content_text,
+};
 
 /// A complete `chat.completion` response with one choice.
 pub fn response(
@@ -61,15 +65,6 @@ pub fn response(
     body.to_string()
 }
 
-/// The texts of an embeddings request's `input` (a string or a list of strings).
-pub fn embedding_inputs(request: &Map<String, Value>) -> Vec<String> {
-    match request.get("input") {
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(items)) => items.iter().filter_map(|s| s.as_str().map(str::to_string)).collect(),
-        _ => Vec::new(),
-    }
-}
-
 /// An OpenAI embeddings list response.
 pub fn embedding_list(model: &str, vectors: Vec<Value>, prompt_tokens: Option<u64>) -> String {
     let data: Vec<Value> = vectors
@@ -89,48 +84,10 @@ pub fn parse_data_url(url: &str) -> Option<(&str, &str)> {
     Some((media_type, data))
 }
 
-/// Whether the client asked for the usage chunk (`stream_options.include_usage`).
+/// Whether a request read as a map (by an adapter that passes it on) asks for the usage chunk.
 pub fn wants_stream_usage(request: &Map<String, Value>) -> bool {
-    request.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true)
-}
-
-/// `max_tokens`, or its newer name `max_completion_tokens`.
-pub fn max_tokens(request: &Map<String, Value>) -> Option<u64> {
-    request.get("max_tokens").or_else(|| request.get("max_completion_tokens")).and_then(Value::as_u64)
-}
-
-/// `stop` as a list.
-pub fn stop_sequences(request: &Map<String, Value>) -> Option<Vec<String>> {
-    match request.get("stop")? {
-        Value::String(s) => Some(vec![s.clone()]),
-        Value::Array(items) => Some(items.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()),
-        _ => None,
-    }
-}
-
-/// The effort a request asks for: the client's `reasoning_effort`, else the gateway's
-/// `reasoning_effort_hint` (what an Anthropic client's adaptive thinking asked for).
-pub fn effort(request: &Map<String, Value>) -> Option<&str> {
-    request.get("reasoning_effort").or_else(|| request.get("reasoning_effort_hint")).and_then(Value::as_str)
-}
-
-/// The thinking budget a request asks for: an explicit `thinking.budget_tokens` (Anthropic
-/// style) or `reasoning_effort` (low/medium/high); `disable_thinking: true` wins over both.
-pub fn thinking_budget(request: &Map<String, Value>) -> Option<u64> {
-    if request.get("disable_thinking").and_then(Value::as_bool) == Some(true) {
-        return None;
-    }
-    if let Some(budget) = request.get("thinking").and_then(|t| t.get("budget_tokens")).and_then(Value::as_u64) {
-        return Some(budget);
-    }
-    match effort(request)? {
-        "minimal" => Some(1024),
-        "low" => Some(2048),
-        "medium" => Some(8192),
-        "high" => Some(24576),
-        "xhigh" | "max" => Some(32768),
-        _ => None,
-    }
+    request.get("stream_options").and_then(|o| StreamOptions::deserialize(o).ok()).and_then(|o| o.include_usage)
+        == Some(true)
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@ use std::cell::RefCell;
 
 use adapter_kit::errors::{adapter_error, upstream_error};
 use adapter_kit::http::{join_url, setting_headers};
-use adapter_kit::unified::{self, ChunkBuilder, Usage, content_text, max_tokens, parse_data_url, stop_sequences};
+use adapter_kit::unified::{self, ChatRequest, ChunkBuilder, Part, Role, Usage, parse_data_url};
 use adapter_kit::{
     AdapterError, ErrorKind, Guest, GuestSession, HttpRequest, HttpResponse, Metadata, Operation, SourceContext,
-    StreamEvent, StreamFraming, StreamOutput, host, parse_request, setting,
+    StreamEvent, StreamFraming, StreamOutput, host, setting,
 };
 use serde_json::{Map, Value, json};
 
@@ -43,13 +43,16 @@ impl GuestSession for Session {
     }
 
     fn transform_request(&self, request: String) -> Result<HttpRequest, AdapterError> {
-        let unified = parse_request(&request)?;
         let mut state = self.stream.borrow_mut();
-        state.include_usage = unified::wants_stream_usage(&unified);
         let (body, default_path) = match self.ctx.operation {
-            Operation::Chat => (to_chat(&unified, &self.ctx.upstream_model)?, "/api/chat"),
+            Operation::Chat => {
+                let unified = adapter_kit::parse_chat(&request)?;
+                state.include_usage = unified.wants_stream_usage();
+                (to_chat(&unified, &self.ctx.upstream_model)?, "/api/chat")
+            }
             Operation::Embedding => {
-                (json!({"model": self.ctx.upstream_model, "input": unified::embedding_inputs(&unified)}), "/api/embed")
+                let embeddings = adapter_kit::parse_embeddings(&request)?;
+                (json!({"model": self.ctx.upstream_model, "input": embeddings.inputs()}), "/api/embed")
             }
             Operation::Image => {
                 return Err(adapter_error(ErrorKind::Unsupported, "Ollama has no image generation API"));
@@ -184,21 +187,23 @@ fn tool_calls(message: &Value, first_index: usize) -> Vec<(usize, Value)> {
         .collect()
 }
 
-fn to_chat(unified: &Map<String, Value>, model: &str) -> Result<Value, AdapterError> {
+fn to_chat(unified: &ChatRequest, model: &str) -> Result<Value, AdapterError> {
     let mut messages = Vec::new();
-    for message in unified.get("messages").and_then(Value::as_array).into_iter().flatten() {
-        let role = match message["role"].as_str().unwrap_or("user") {
-            "developer" => "system",
-            "function" => "tool",
-            other => other,
+    for message in unified.messages() {
+        let role = match &message.role {
+            Role::Developer => "system",
+            Role::Function => "tool",
+            other => other.as_str(),
         };
-        let mut out = json!({"role": role, "content": content_text(&message["content"])});
-        let images: Vec<&str> = message["content"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| p["type"] == "image_url")
-            .filter_map(|p| p["image_url"]["url"].as_str())
+        let mut out = json!({"role": role, "content": message.content.text()});
+        let images: Vec<&str> = message
+            .content
+            .parts()
+            .iter()
+            .filter_map(|part| match part {
+                Part::ImageUrl { url, .. } => Some(url.as_str()),
+                _ => None,
+            })
             .map(|url| parse_data_url(url).map(|(_, data)| data).ok_or(url))
             .collect::<Result<_, _>>()
             .map_err(|url| {
@@ -207,53 +212,59 @@ fn to_chat(unified: &Map<String, Value>, model: &str) -> Result<Value, AdapterEr
         if !images.is_empty() {
             out["images"] = json!(images);
         }
-        if let Some(calls) = message["tool_calls"].as_array() {
-            let calls: Vec<Value> = calls
+        if !message.tool_calls.is_empty() {
+            let calls: Vec<Value> = message
+                .tool_calls
                 .iter()
                 .map(|c| {
-                    let args = c["function"]["arguments"].as_str().unwrap_or("{}");
-                    json!({"function": {"name": c["function"]["name"], "arguments": serde_json::from_str::<Value>(args).unwrap_or(json!({}))}})
+                    let args = c.function.arguments.as_deref().unwrap_or("{}");
+                    json!({"function": {"name": c.function.name, "arguments": serde_json::from_str::<Value>(args).unwrap_or(json!({}))}})
                 })
                 .collect();
             out["tool_calls"] = Value::Array(calls);
         }
         if role == "tool"
-            && let Some(id) = message["tool_call_id"].as_str()
+            && let Some(id) = &message.tool_call_id
         {
             out["tool_call_id"] = json!(id);
         }
         messages.push(out);
     }
     let mut options = Map::new();
-    for (from, to) in [("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k"), ("seed", "seed")] {
-        if let Some(v) = unified.get(from) {
-            options.insert(to.into(), v.clone());
+    for (value, to) in [
+        (&unified.temperature, "temperature"),
+        (&unified.top_p, "top_p"),
+        (&unified.top_k, "top_k"),
+        (&unified.seed, "seed"),
+    ] {
+        if let Some(value) = value {
+            options.insert(to.into(), value.clone());
         }
     }
-    if let Some(n) = max_tokens(unified) {
+    if let Some(n) = unified.max_tokens() {
         options.insert("num_predict".into(), json!(n));
     }
-    if let Some(stop) = stop_sequences(unified) {
+    if let Some(stop) = &unified.stop {
         options.insert("stop".into(), json!(stop));
     }
     let mut body = json!({
         "model": model,
         "messages": messages,
         // Ollama streams unless told otherwise.
-        "stream": unified.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        "stream": unified.streams(),
     });
     if !options.is_empty() {
         body["options"] = Value::Object(options);
     }
-    if let Some(tools) = unified.get("tools") {
-        body["tools"] = tools.clone();
+    if let Some(tools) = &unified.tools {
+        body["tools"] = json!(tools);
     }
-    if unified.get("disable_thinking").and_then(Value::as_bool) == Some(true) {
+    if unified.thinking_off() {
         body["think"] = json!(false);
-    } else if unified::thinking_budget(unified).is_some() {
+    } else if unified.thinking_budget().is_some() {
         body["think"] = json!(true);
     }
-    if unified.get("response_format").is_some_and(|f| f["type"] == "json_object") {
+    if unified.wants_json_object() {
         body["format"] = json!("json");
     }
     Ok(body)

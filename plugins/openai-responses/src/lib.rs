@@ -41,8 +41,8 @@ impl GuestSession for Session {
         if self.ctx.operation != Operation::Chat {
             return Err(adapter_error(ErrorKind::Unsupported, "the Responses API serves chat only"));
         }
-        let unified = adapter_kit::parse_request(&request)?;
-        self.stream.borrow_mut().include_usage = unified::wants_stream_usage(&unified);
+        let unified = adapter_kit::parse_chat(&request)?;
+        self.stream.borrow_mut().include_usage = unified.wants_stream_usage();
         let body = request::to_responses(&unified, &self.ctx.upstream_model)?;
         Ok(http(&self.ctx, body))
     }

@@ -3,40 +3,40 @@
 //! `function_call` / `function_call_output` items; chat tools become flat function tools.
 
 use adapter_kit::errors::adapter_error;
-use adapter_kit::unified::{content_text, max_tokens};
+use adapter_kit::unified::{ChatRequest, Content, Part, Role, ToolChoice};
 use adapter_kit::{AdapterError, ErrorKind};
 use serde_json::{Map, Value, json};
 
-pub fn to_responses(unified: &Map<String, Value>, model: &str) -> Result<Value, AdapterError> {
+pub fn to_responses(unified: &ChatRequest, model: &str) -> Result<Value, AdapterError> {
     let messages = unified
-        .get("messages")
-        .and_then(Value::as_array)
+        .messages
+        .as_deref()
         .ok_or_else(|| adapter_error(ErrorKind::BadRequest, "`messages` must be an array"))?;
     let mut instructions: Vec<String> = Vec::new();
     let mut input = Vec::new();
     for message in messages {
-        let role = message["role"].as_str().unwrap_or("user");
-        match role {
-            "system" | "developer" if input.is_empty() => instructions.push(content_text(&message["content"])),
-            "system" | "developer" => input
-                .push(json!({"type": "message", "role": "developer", "content": content_text(&message["content"])})),
-            "assistant" => {
-                let text = content_text(&message["content"]);
+        match message.role {
+            Role::System | Role::Developer if input.is_empty() => instructions.push(message.content.text()),
+            Role::System | Role::Developer => {
+                input.push(json!({"type": "message", "role": "developer", "content": message.content.text()}))
+            }
+            Role::Assistant => {
+                let text = message.content.text();
                 if !text.is_empty() {
                     input.push(json!({"type": "message", "role": "assistant", "content": text}));
                 }
-                for call in message["tool_calls"].as_array().into_iter().flatten() {
+                for call in &message.tool_calls {
                     input.push(json!({
-                        "type": "function_call", "call_id": call["id"], "name": call["function"]["name"],
-                        "arguments": call["function"]["arguments"].as_str().unwrap_or("{}"),
+                        "type": "function_call", "call_id": call.id, "name": call.function.name,
+                        "arguments": call.function.arguments.as_deref().unwrap_or("{}"),
                     }));
                 }
             }
-            "tool" => input.push(json!({
-                "type": "function_call_output", "call_id": message["tool_call_id"],
-                "output": content_text(&message["content"]),
+            Role::Tool => input.push(json!({
+                "type": "function_call_output", "call_id": message.tool_call_id,
+                "output": message.content.text(),
             })),
-            _ => input.push(json!({"type": "message", "role": "user", "content": user_content(&message["content"])?})),
+            _ => input.push(json!({"type": "message", "role": "user", "content": user_content(&message.content)?})),
         }
     }
     let mut body = Map::new();
@@ -47,36 +47,45 @@ pub fn to_responses(unified: &Map<String, Value>, model: &str) -> Result<Value, 
     }
     // The gateway keeps the conversation; nothing is left stored upstream on its behalf.
     body.insert("store".into(), json!(false));
-    if let Some(max) = max_tokens(unified) {
+    if let Some(max) = unified.max_tokens() {
         body.insert("max_output_tokens".into(), json!(max));
     }
-    for field in ["temperature", "top_p", "parallel_tool_calls", "prompt_cache_key", "safety_identifier", "metadata"] {
-        if let Some(value) = unified.get(field).filter(|v| !v.is_null()) {
+    for (field, value) in [
+        ("temperature", &unified.temperature),
+        ("top_p", &unified.top_p),
+        ("prompt_cache_key", &unified.prompt_cache_key),
+        ("safety_identifier", &unified.safety_identifier),
+        ("metadata", &unified.metadata),
+    ] {
+        if let Some(value) = value {
             body.insert(field.into(), value.clone());
         }
     }
+    if let Some(parallel) = unified.parallel_tool_calls {
+        body.insert("parallel_tool_calls".into(), json!(parallel));
+    }
     if !body.contains_key("prompt_cache_key")
-        && let Some(hint) = unified.get("prompt_cache_key_hint").filter(|v| v.is_string())
+        && let Some(hint) = &unified.prompt_cache_key_hint
     {
-        body.insert("prompt_cache_key".into(), hint.clone());
+        body.insert("prompt_cache_key".into(), json!(hint));
     }
-    if let Some(user) = unified.get("user").filter(|v| v.is_string()) {
-        body.insert("safety_identifier".into(), user.clone());
+    if let Some(user) = &unified.user {
+        body.insert("safety_identifier".into(), json!(user));
     }
-    if unified.get("stream").and_then(Value::as_bool) == Some(true) {
+    if unified.streams() {
         body.insert("stream".into(), json!(true));
     }
-    if unified.get("disable_thinking").and_then(Value::as_bool) != Some(true)
-        && let Some(effort) = adapter_kit::unified::effort(unified)
+    if !unified.thinking_off()
+        && let Some(effort) = unified.effort()
     {
         body.insert("reasoning".into(), json!({"effort": effort, "summary": "auto"}));
     }
-    if let Some(format) = unified.get("response_format") {
-        match format["type"].as_str() {
+    if let Some(format) = &unified.response_format {
+        match format.kind.as_deref() {
             Some("json_schema") => {
-                let schema = &format["json_schema"];
-                let mut text = json!({"type": "json_schema", "name": schema["name"], "schema": schema["schema"]});
-                if let Some(strict) = schema.get("strict") {
+                let schema = format.json_schema.as_ref();
+                let mut text = json!({"type": "json_schema", "name": schema.and_then(|s| s.name.as_ref()), "schema": schema.and_then(|s| s.schema.as_ref())});
+                if let Some(strict) = schema.and_then(|s| s.strict.as_ref()) {
                     text["strict"] = strict.clone();
                 }
                 body.insert("text".into(), json!({"format": text}));
@@ -88,17 +97,16 @@ pub fn to_responses(unified: &Map<String, Value>, model: &str) -> Result<Value, 
         }
     }
     let tools: Vec<Value> = unified
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
+        .tools
+        .iter()
         .flatten()
-        .filter(|t| t["type"] == "function")
-        .map(|t| {
-            let f = &t["function"];
-            let mut tool = json!({"type": "function", "name": f["name"], "parameters": f.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object"}))});
-            for field in ["description", "strict"] {
-                if let Some(v) = f.get(field).filter(|v| !v.is_null()) {
-                    tool[field] = v.clone();
+        .filter(|t| t.kind.as_deref() == Some("function"))
+        .filter_map(|t| t.function.as_ref())
+        .map(|f| {
+            let mut tool = json!({"type": "function", "name": f.name, "parameters": f.parameters.clone().unwrap_or_else(|| json!({"type": "object"}))});
+            for (field, value) in [("description", &f.description), ("strict", &f.strict)] {
+                if let Some(value) = value {
+                    tool[field] = value.clone();
                 }
             }
             tool
@@ -106,10 +114,13 @@ pub fn to_responses(unified: &Map<String, Value>, model: &str) -> Result<Value, 
         .collect();
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
-        if let Some(choice) = unified.get("tool_choice") {
+        if let Some(choice) = &unified.tool_choice {
             let choice = match choice {
-                Value::Object(_) => json!({"type": "function", "name": choice["function"]["name"]}),
-                other => other.clone(),
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Function(name) => json!({"type": "function", "name": name}),
+                ToolChoice::Unknown(other) => other.clone(),
             };
             body.insert("tool_choice".into(), choice);
         }
@@ -118,23 +129,20 @@ pub fn to_responses(unified: &Map<String, Value>, model: &str) -> Result<Value, 
 }
 
 /// A user turn's content: a string, or parts (`text` → `input_text`, `image_url` → `input_image`).
-fn user_content(content: &Value) -> Result<Value, AdapterError> {
-    let Value::Array(parts) = content else {
-        return Ok(json!(content_text(content)));
+fn user_content(content: &Content) -> Result<Value, AdapterError> {
+    let Content::Parts(parts) = content else {
+        return Ok(json!(content.text()));
     };
     let mut out = Vec::new();
     for part in parts {
-        match part["type"].as_str() {
-            Some("text") => out.push(json!({"type": "input_text", "text": part["text"]})),
-            Some("image_url") => {
-                let image = &part["image_url"];
-                let url = image.as_str().or(image["url"].as_str()).unwrap_or_default();
-                out.push(json!({"type": "input_image", "image_url": url, "detail": image["detail"].as_str().unwrap_or("auto")}));
-            }
-            other => {
+        match part {
+            Part::Text(text) => out.push(json!({"type": "input_text", "text": text})),
+            Part::ImageUrl { url, detail } => out
+                .push(json!({"type": "input_image", "image_url": url, "detail": detail.as_deref().unwrap_or("auto")})),
+            Part::Other { kind, .. } => {
                 return Err(adapter_error(
                     ErrorKind::Unsupported,
-                    &format!("content part `{}` has no Responses equivalent", other.unwrap_or("untyped")),
+                    &format!("content part `{}` has no Responses equivalent", kind.as_deref().unwrap_or("untyped")),
                 ));
             }
         }
@@ -160,7 +168,7 @@ mod tests {
             "tools": [{"type": "function", "function": {"name": "w", "description": "weather", "parameters": {"type": "object"}}}],
             "tool_choice": {"type": "function", "function": {"name": "w"}},
         });
-        let body = to_responses(unified.as_object().unwrap(), "gpt-5").unwrap();
+        let body = to_responses(&ChatRequest::parse(&unified.to_string()).unwrap(), "gpt-5").unwrap();
         assert_eq!(body["instructions"], "Be terse.");
         assert_eq!(
             body["input"],

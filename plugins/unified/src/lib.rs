@@ -1,10 +1,19 @@
 //! The unified form (OpenAI Chat Completions shapes) as types, written once for the gateway and
-//! its adapters: usage as adapters report it and the books read it, and the parts of a response
-//! or chunk the gateway reads back. Readers are lenient where the shape allows (an adapter's
+//! its adapters: the request as adapters read it, usage as adapters report it and the books read
+//! it, and the parts of a response or chunk the gateway reads back. Readers are lenient where the shape allows (an adapter's
 //! output is not trusted): what they cannot read is `None`, never a panic.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+mod read;
+mod request;
+
+use read::{count, list, text};
+pub use request::{
+    ChatMessage, ChatRequest, Content, EmbeddingsRequest, FunctionDef, ImagesRequest, JsonSchemaFormat, Part,
+    ResponseFormat, Role, StreamOptions, ToolChoice, ToolDef,
+};
 
 /// Token counts as the upstream reported them; `None` means "not reported", never 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -146,29 +155,6 @@ impl Reply {
             .and_then(|m| m.content.as_ref())
             .map_or_else(String::new, content_text)
     }
-}
-
-/// A count read leniently: a negative, fractional or non-number value reads as not reported.
-fn count<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
-    Ok(Value::deserialize(deserializer)?.as_u64())
-}
-
-/// A list that may be written `null` (as empty).
-fn list<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
-}
-
-/// A string field read leniently: anything but a string (a number, an object) reads as absent
-/// instead of failing the whole reply.
-fn text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(deserializer)? {
-        Value::String(s) => Some(s),
-        _ => None,
-    })
 }
 
 /// The text of a unified `content`: a string, or the `text` parts joined.

@@ -6,7 +6,6 @@
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize as _;
 use serde_json::{Value, json};
-use switchyard_unified::content_text;
 
 use crate::config::{FusionConfig, FusionStrategy, RouteConfig};
 use crate::provider::ChunkStream;
@@ -148,11 +147,11 @@ fn judge_request(config: &FusionConfig, conversation: &Value, answers: &[Answere
              Reply with only the number of the best answer."
         }
     };
-    let transcript = conversation["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|m| format!("{}: {}", m["role"].as_str().unwrap_or("user"), content_text(&m["content"])))
+    let conversation = switchyard_unified::ChatRequest::deserialize(conversation).unwrap_or_default();
+    let transcript = conversation
+        .messages()
+        .iter()
+        .map(|m| format!("{}: {}", m.role.as_str(), m.content.text()))
         .collect::<Vec<_>>()
         .join("\n");
     let candidates = answers
