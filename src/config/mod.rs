@@ -23,7 +23,7 @@ pub use error::{ConfigError, FieldError};
 pub use load::{LoadedConfig, load, load_runtime_str, load_str, with_runtime};
 pub use routes::{FusionConfig, FusionStrategy, RouteConfig, RouteMode, RouteProvider, VisionConfig, VisionFallback};
 pub use runtime::{AutoChains, ChainSlot, RuntimeFile, RuntimeKey, SlotConfig, SourceTemplate, merge};
-pub use values::{BaseUrl, MAX_SECONDS, Seconds, WaitSeconds, WholeSeconds};
+pub use values::{BaseUrl, InRange, MAX_SECONDS, Ratio, Seconds, WaitSeconds, WholeSeconds};
 
 use crate::domain::{
     AdapterGrant, AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota, SandboxLimits, ScoringPolicy,
@@ -176,11 +176,11 @@ pub struct MetricsConfig {
     /// (a page that rebinds its own name to this address sends its name).
     pub hosts: Vec<String>,
     /// Label sets each family written per request may hold; new ones past it go to `other`.
-    pub max_label_sets: usize,
+    pub max_label_sets: InRange<1, 10_000>,
 }
 
 /// Label sets per family unless `metrics.max_label_sets` says otherwise.
-pub const DEFAULT_MAX_LABEL_SETS: usize = 500;
+pub const DEFAULT_MAX_LABEL_SETS: InRange<1, 10_000> = InRange::new(500);
 
 impl Default for MetricsConfig {
     fn default() -> Self {
@@ -210,22 +210,22 @@ pub struct TelegramConfig {
     pub api_base: BaseUrl,
     /// How long one `getUpdates` long poll waits for news.
     #[serde(default = "default_poll_timeout")]
-    pub poll_timeout_seconds: u64,
+    pub poll_timeout_seconds: InRange<1, 50>,
     /// How often alerts are looked for.
     #[serde(default = "default_alert_check")]
-    pub alert_check_seconds: u64,
+    pub alert_check_seconds: InRange<1, 3600>,
 }
 
 fn default_telegram_api() -> BaseUrl {
     BaseUrl::try_from("https://api.telegram.org".to_string()).expect("an https URL")
 }
 
-fn default_poll_timeout() -> u64 {
-    30
+fn default_poll_timeout() -> InRange<1, 50> {
+    InRange::new(30)
 }
 
-fn default_alert_check() -> u64 {
-    5
+fn default_alert_check() -> InRange<1, 3600> {
+    InRange::new(5)
 }
 
 /// `shared_state:` — replicas share cooldowns, probes, rpm, quotas, affinity and runtime
@@ -266,7 +266,7 @@ pub(crate) enum SharedStateWritten {
 pub(crate) struct SharedStateBlock {
     pub url: Secret,
     pub replica: Option<String>,
-    pub sync_ms: Option<u64>,
+    pub sync_ms: Option<InRange<20, 1000>>,
     #[serde(default)]
     pub quotas_when_down: FailMode,
     pub prefix: Option<String>,
@@ -282,15 +282,15 @@ pub struct TelemetryConfig {
     pub service_name: String,
     /// Share of traces kept (a client's sampled `traceparent` is followed as it says).
     #[serde(default = "default_sample_ratio")]
-    pub sample_ratio: f64,
+    pub sample_ratio: Ratio,
 }
 
 fn default_service_name() -> String {
     "switchyard".into()
 }
 
-fn default_sample_ratio() -> f64 {
-    1.0
+fn default_sample_ratio() -> Ratio {
+    Ratio::ONE
 }
 
 /// `admin_token`: left out or `auto`, the gateway keeps one of its own in `data_dir`;

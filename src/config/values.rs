@@ -1,5 +1,6 @@
 //! Config values that hold their invariants: a timeout is finite, within range and (unless it
-//! may be zero) positive; a base URL is http(s). Parsing refuses anything else, saying why.
+//! may be zero) positive; a count is within its range; a base URL is http(s). Parsing refuses
+//! anything else, saying why.
 
 use std::fmt;
 use std::time::Duration;
@@ -138,6 +139,74 @@ impl fmt::Display for WholeSeconds {
     }
 }
 
+/// A whole number within `LO..=HI` (a count, or a period in the unit its field's name says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "u64", into = "u64")]
+pub struct InRange<const LO: u64, const HI: u64>(u64);
+
+/// How a refused whole number is described; `fix_for` in the loader keys on it.
+pub const RANGE_PROBLEM: &str = "must be a whole number from";
+
+impl<const LO: u64, const HI: u64> InRange<LO, HI> {
+    /// For defaults written in code; panics at compile time when used in a `const`.
+    pub const fn new(n: u64) -> Self {
+        assert!(LO <= n && n <= HI, "a value in range");
+        InRange(n)
+    }
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl<const LO: u64, const HI: u64> TryFrom<u64> for InRange<LO, HI> {
+    type Error = String;
+
+    fn try_from(value: u64) -> Result<Self, String> {
+        if (LO..=HI).contains(&value) {
+            Ok(InRange(value))
+        } else {
+            Err(format!("{RANGE_PROBLEM} {LO} to {HI}, not {value}"))
+        }
+    }
+}
+
+impl<const LO: u64, const HI: u64> From<InRange<LO, HI>> for u64 {
+    fn from(n: InRange<LO, HI>) -> u64 {
+        n.0
+    }
+}
+
+/// A share from 0 to 1 (a sampling ratio, a chance).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct Ratio(f64);
+
+/// How a refused share is described; `fix_for` in the loader keys on it.
+pub const RATIO_PROBLEM: &str = "must be a number from 0 to 1";
+
+impl Ratio {
+    pub const ONE: Ratio = Ratio(1.0);
+
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl TryFrom<f64> for Ratio {
+    type Error = String;
+
+    fn try_from(value: f64) -> Result<Self, String> {
+        if (0.0..=1.0).contains(&value) { Ok(Ratio(value)) } else { Err(format!("{RATIO_PROBLEM}, not {value}")) }
+    }
+}
+
+impl From<Ratio> for f64 {
+    fn from(r: Ratio) -> f64 {
+        r.0
+    }
+}
+
 /// A source's API base: an absolute `http://` or `https://` URL.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -197,6 +266,9 @@ mod tests {
         assert!(WaitSeconds::try_from(0.0).is_ok() && WaitSeconds::try_from(-0.1).is_err());
         assert!(WholeSeconds::try_from(0).is_err() && WholeSeconds::try_from(10_000_001).is_err());
         assert!(BaseUrl::try_from("ftp://x".to_string()).is_err());
+        assert_eq!(InRange::<20, 1000>::try_from(5).unwrap_err(), format!("{RANGE_PROBLEM} 20 to 1000, not 5"));
+        assert_eq!(InRange::<20, 1000>::try_from(1000).unwrap().get(), 1000);
+        assert!(Ratio::try_from(1.5).is_err() && Ratio::try_from(f64::NAN).is_err() && Ratio::try_from(0.0).is_ok());
         assert!(BaseUrl::try_from("not-a-url".to_string()).unwrap_err().contains(BASE_URL_PROBLEM));
         assert_eq!(BaseUrl::try_from("http://h/v1/".to_string()).unwrap().trimmed(), "http://h/v1");
     }

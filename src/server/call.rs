@@ -111,6 +111,15 @@ pub enum CallBody<'a> {
 }
 
 impl<'a> CallBody<'a> {
+    /// A translated request's body: its unified form, or, when the translation failed (`why`),
+    /// the client's own text.
+    pub fn translated(text: &'a str, why: Option<&'a str>) -> CallBody<'a> {
+        match why {
+            None => CallBody::Unified(text),
+            Some(why) => CallBody::ClientOnly { client: text, why },
+        }
+    }
+
     /// The unified form, when there is one.
     pub fn unified(self) -> Option<&'a str> {
         match self {

@@ -108,7 +108,7 @@ impl Gateway {
     ) -> anyhow::Result<Gateway> {
         let LoadedConfig { base, runtime: file, effective: config } = loaded;
         let settings = Arc::clone(&base.settings);
-        let metrics = metrics::Metrics::new(plugins.call_durations(), settings.metrics.max_label_sets);
+        let metrics = metrics::Metrics::new(plugins.call_durations(), settings.metrics.max_label_sets.get() as usize);
         let in_flight = Arc::new(tokio::sync::Semaphore::new(settings.server.max_in_flight as usize));
         plugins.size_pools(&config);
         let runtime = Runtime { provider: Provider::new(&config)?, keys: KeyTable::new(&config), config, file };

@@ -62,8 +62,8 @@ impl Bot {
             api: BotApi::new(config.api_base.as_str(), config.bot_token.expose()),
             allowed: config.allowed_chats.iter().copied().collect(),
             allowed_users: config.allowed_users.iter().copied().collect(),
-            poll_timeout: Duration::from_secs(config.poll_timeout_seconds),
-            alert_every: Duration::from_secs(config.alert_check_seconds),
+            poll_timeout: Duration::from_secs(config.poll_timeout_seconds.get()),
+            alert_every: Duration::from_secs(config.alert_check_seconds.get()),
             pause,
             alerts: Mutex::new(Alerts::default()),
             // Failures from before the bot started are not news.

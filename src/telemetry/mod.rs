@@ -69,7 +69,7 @@ pub fn provider(config: &TelemetryConfig, runtime: tokio::runtime::Handle) -> an
     let processor = BatchSpanProcessor::builder(exporter).with_batch_config(batches).build();
     Ok(SdkTracerProvider::builder()
         .with_span_processor(processor)
-        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(config.sample_ratio))))
+        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(config.sample_ratio.get()))))
         .with_resource(Resource::builder().with_service_name(config.service_name.clone()).build())
         .build())
 }

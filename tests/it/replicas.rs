@@ -514,6 +514,6 @@ fn a_bad_shared_state_is_named_with_its_field_and_fix_and_never_shows_the_passwo
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("shared_state.url: `…redis.internal:6379/0` is not a redis:// or rediss:// URL"), "{err}");
-    assert!(err.contains("shared_state.sync_ms: 5 is out of range"), "{err}");
+    assert!(err.contains("shared_state.sync_ms: must be a whole number from 20 to 1000, not 5"), "{err}");
     assert!(!err.contains("hunter2"), "the password stays out of the message: {err}");
 }

@@ -13,7 +13,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use switchyard::config::{ChannelSelection, TelegramConfig};
+use switchyard::config::{ChannelSelection, InRange, TelegramConfig};
 use switchyard::domain::{KeyName, ManualClock, Period};
 use switchyard::telegram::{Bot, Pause};
 use tokio::sync::{Notify, mpsc};
@@ -181,8 +181,8 @@ fn telegram(mock: &BotMock) -> TelegramConfig {
         allowed_chats: vec![OPERATOR, GROUP],
         allowed_users: Vec::new(),
         api_base: mock.url.clone().try_into().unwrap(),
-        poll_timeout_seconds: 1,
-        alert_check_seconds: 5,
+        poll_timeout_seconds: InRange::new(1),
+        alert_check_seconds: InRange::new(5),
     }
 }
 
@@ -545,7 +545,7 @@ fn a_bot_config_is_checked_by_field() {
             "telegram.bot_token: is empty",
             "telegram.allowed_chats: lists no chat: the bot would answer no one",
             "telegram.api_base: `ftp://x` is not an http(s) URL",
-            "telegram.poll_timeout_seconds: must be between 1 and 50",
+            "telegram.poll_timeout_seconds: must be a whole number from 1 to 50, not 90",
             "telegram: the bot acts through the admin API, which admin_token turns off",
         ],
     );

@@ -632,6 +632,17 @@ fn fix_for(message: &str, path: &str) -> String {
         .into()
     } else if message.starts_with(super::values::SECONDS_PROBLEM) || message.starts_with(super::values::WAIT_PROBLEM) {
         "write a number of seconds, e.g. 60".into()
+    } else if message.starts_with(super::values::RANGE_PROBLEM) {
+        match path {
+            "shared_state.sync_ms" => "write how often replicas sync, in milliseconds, e.g. 250",
+            "metrics.max_label_sets" => "e.g. 500 (the default)",
+            "telegram.poll_timeout_seconds" => "e.g. 30",
+            "telegram.alert_check_seconds" => "e.g. 5",
+            _ => "write a whole number in that range",
+        }
+        .into()
+    } else if message.starts_with(super::values::RATIO_PROBLEM) {
+        "e.g. 1 (every trace) or 0.1".into()
     } else if message.starts_with(super::values::WHOLE_SECONDS_PROBLEM) {
         "write a whole number of seconds, e.g. 120".into()
     } else if message.starts_with("invalid type") || message.starts_with("invalid value") {

@@ -51,9 +51,7 @@ pub async fn messages(
     let native = Native { protocol: Protocol::AnthropicMessages, body: &bytes, headers: &incoming.headers };
     let call = Call {
         model: &model,
-        body: unified_error
-            .as_deref()
-            .map_or(CallBody::Unified(&unified), |why| CallBody::ClientOnly { client: &unified, why }),
+        body: CallBody::translated(&unified, unified_error.as_deref()),
         stream,
         kind: ModelKind::Chat,
         client_ip,

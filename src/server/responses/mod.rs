@@ -85,9 +85,7 @@ pub async fn responses(
     };
     let call = Call {
         model: &checked.model,
-        body: unified_error
-            .as_deref()
-            .map_or(CallBody::Unified(&unified), |why| CallBody::ClientOnly { client: &unified, why }),
+        body: CallBody::translated(&unified, unified_error.as_deref()),
         stream: checked.stream,
         kind: ModelKind::Chat,
         client_ip: incoming.client_ip,
