@@ -4,6 +4,7 @@
 pub mod authoring;
 pub mod config;
 pub mod domain;
+pub mod http_client;
 pub mod logging;
 pub mod logsafe;
 pub mod plugin;

@@ -64,7 +64,7 @@ pub async fn run(
             None => attempt.follow(),
         }
     });
-    let client = reqwest::Client::builder().timeout(TIMEOUT).redirect(policy).build().map_err(|e| e.to_string())?;
+    let client = crate::http_client::builder().timeout(TIMEOUT).redirect(policy).build().map_err(|e| e.to_string())?;
     let mut request = client.request(method, url);
     if let Some(body) = body {
         request = request.header("content-type", "application/json").body(body);

@@ -136,7 +136,7 @@ impl Provider {
             let link = match self.links.get(&source.name) {
                 Some(link) if link.shape == shape => link.clone(),
                 _ => {
-                    let client = reqwest::Client::builder()
+                    let client = crate::http_client::builder()
                         .connect_timeout(source.connect_timeout())
                         .pool_idle_timeout(Duration::from_secs(90))
                         .tcp_nodelay(true)

@@ -36,7 +36,7 @@ pub struct BotApi {
 impl BotApi {
     pub fn new(api_base: &str, token: &str) -> BotApi {
         BotApi {
-            http: reqwest::Client::builder()
+            http: crate::http_client::builder()
                 .connect_timeout(Duration::from_secs(10))
                 .build()
                 .expect("a reqwest client with rustls"),

@@ -58,7 +58,7 @@ impl HttpClient for Client {
 pub fn provider(config: &TelemetryConfig, runtime: tokio::runtime::Handle) -> anyhow::Result<SdkTracerProvider> {
     let base = config.otlp_endpoint.trimmed();
     let endpoint = if base.ends_with("/v1/traces") { base.to_string() } else { format!("{base}/v1/traces") };
-    let client = reqwest::Client::builder().timeout(EXPORT_TIMEOUT).build()?;
+    let client = crate::http_client::builder().timeout(EXPORT_TIMEOUT).build()?;
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_endpoint(endpoint)

@@ -34,6 +34,7 @@ mod metrics;
 mod modes;
 mod ollama_upstream;
 mod openai_client;
+mod packaging;
 mod passthrough;
 mod plugin_host;
 mod replicas;

@@ -29,6 +29,15 @@ impl Binary {
 
     /// Starts it with `keys` (the lines of the `keys:` list) and `rest` in `dir`.
     pub fn start_with_keys(dir: &Path, keys: &str, rest: &str) -> Binary {
+        Binary::start_with(dir, keys, rest, &[])
+    }
+
+    /// As [`Binary::start`], with these environment variables set for the process.
+    pub fn start_env(dir: &Path, rest: &str, env: &[(&str, &str)]) -> Binary {
+        Binary::start_with(dir, &format!("  - {{name: tester, key: {KEY}, models: ['*']}}\n"), rest, env)
+    }
+
+    fn start_with(dir: &Path, keys: &str, rest: &str, env: &[(&str, &str)]) -> Binary {
         let config = dir.join("config.yaml");
         let yaml = format!(
             "listen: 127.0.0.1:0\ndata_dir: {data}\ncache_dir: {cache}\nkeys:\n{keys}{rest}",
@@ -40,6 +49,7 @@ impl Binary {
             .arg("--config")
             .arg(&config)
             .env("SWITCHYARD_LOG", "info")
+            .envs(env.iter().copied())
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()

@@ -1,0 +1,28 @@
+//! What an installed gateway relies on from the machine it lands on: a container from scratch
+//! has no CA bundle, and the gateway still starts and serves.
+
+use crate::support::binary::Binary;
+use crate::support::{MockUpstream, chat_body};
+
+#[tokio::test]
+async fn without_system_ca_certificates_the_gateway_starts_on_its_built_in_roots() {
+    let mock = MockUpstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let sources = format!(
+        "sources:\n  - {{name: mock, base_url: '{}', stream_whole_answers: false, models: [{{name: fixture}}]}}\n",
+        mock.url
+    );
+    // rustls-native-certs reads these first: pointed at nothing, the system has no roots.
+    let nowhere = dir.path().join("no-such-ca-bundle");
+    let nowhere = nowhere.to_str().unwrap();
+    let mut binary = Binary::start_env(dir.path(), &sources, &[("SSL_CERT_FILE", nowhere), ("SSL_CERT_DIR", nowhere)]);
+    binary.assert_alive("a start without CA certificates").await;
+    assert_eq!(binary.chat(&chat_body("fixture", false)).await.status(), 200, "a plain-http source serves");
+    // Logged while the clients were made, before the gateway said it listens.
+    let mut warned = false;
+    while let Ok(line) = binary.log.try_recv() {
+        warned |= line.contains("no CA certificates could be loaded from the system")
+            && line.contains("Mozilla roots built into switchyard");
+    }
+    assert!(warned, "the start says which roots https upstreams are checked against");
+}
