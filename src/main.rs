@@ -1,5 +1,6 @@
 //! The `switchyard` command: `switchyard [--config FILE]` serves; `switchyard check` validates;
-//! `switchyard adapter new|check|test` are the adapter author's tools.
+//! `switchyard health` asks a running one; `switchyard adapter new|check|test` are the adapter
+//! author's tools.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +37,13 @@ enum Command {
     Serve,
     /// Validate the config and load every adapter, then exit.
     Check,
+    /// Ask the gateway the config describes for `GET /health`; exit 0 when it answers 200
+    /// (a container's health check: an image from scratch has no curl).
+    Health {
+        /// Ask this base URL instead of the config's `listen` address.
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// Tools for adapter authors: start a project, check a component, replay recorded cases.
     #[command(subcommand)]
     Adapter(AdapterCommand),
@@ -117,6 +125,10 @@ fn main() -> ExitCode {
     };
     match cli.command.unwrap_or(Command::Serve) {
         Command::Check => runtime.block_on(check(config)),
+        Command::Health { url } => {
+            let url = url.unwrap_or_else(|| format!("http://{}", loopback(config.settings().listen)));
+            runtime.block_on(health(&url))
+        }
         Command::Adapter(_) => unreachable!("handled before the config is read"),
         Command::Serve => {
             if let Some(t) = &peek.telemetry {
@@ -204,6 +216,41 @@ async fn check(config: switchyard::config::LoadedConfig) -> ExitCode {
         }
         Err(e) => {
             eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Where this host reaches a listener: an unspecified address (`0.0.0.0`, `::`) is reached on
+/// loopback.
+fn loopback(listen: std::net::SocketAddr) -> std::net::SocketAddr {
+    match listen.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => (std::net::Ipv4Addr::LOCALHOST, listen.port()).into(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => (std::net::Ipv6Addr::LOCALHOST, listen.port()).into(),
+        _ => listen,
+    }
+}
+
+async fn health(base: &str) -> ExitCode {
+    let url = format!("{}/health", base.trim_end_matches('/'));
+    let answer = match switchyard::http_client::builder().timeout(std::time::Duration::from_secs(5)).build() {
+        Ok(client) => client.get(&url).send().await,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match answer {
+        Ok(answer) if answer.status().is_success() => {
+            println!("{url}: {}", answer.status());
+            ExitCode::SUCCESS
+        }
+        Ok(answer) => {
+            eprintln!("{url}: {}", answer.status());
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("{url}: {e}");
             ExitCode::from(1)
         }
     }

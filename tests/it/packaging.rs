@@ -26,3 +26,24 @@ async fn without_system_ca_certificates_the_gateway_starts_on_its_built_in_roots
     }
     assert!(warned, "the start says which roots https upstreams are checked against");
 }
+
+#[tokio::test]
+async fn switchyard_health_answers_for_a_container_health_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut binary = Binary::start(dir.path(), "");
+    let config = dir.path().join("config.yaml");
+    let health = |url: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
+            .args(["health", "--config", config.to_str().unwrap(), "--url", url])
+            .output()
+            .unwrap()
+    };
+    let up = health(&binary.url);
+    assert!(up.status.success(), "{}", String::from_utf8_lossy(&up.stderr));
+    assert!(String::from_utf8_lossy(&up.stdout).contains("/health: 200 OK"));
+    let url = binary.url.clone();
+    assert!(binary.terminate(), "a clean stop");
+    let down = health(&url);
+    assert_eq!(down.status.code(), Some(1), "a gateway that is gone is unhealthy");
+    assert!(String::from_utf8_lossy(&down.stderr).contains("/health"), "{}", String::from_utf8_lossy(&down.stderr));
+}
