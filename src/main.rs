@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use switchyard::authoring::{self, Language};
@@ -257,36 +256,6 @@ async fn health(base: &str) -> ExitCode {
 }
 
 async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
-    let listen = config.settings().listen;
-    let started = std::time::Instant::now();
-    let (gateway, report) = match startup::build(config).await {
-        Ok(built) => built,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(1);
-        }
-    };
-    // Serving only: `check` stays offline.
-    if let Err(e) = gateway.claim_replica_name().await {
-        eprintln!("error: {e}");
-        return ExitCode::from(1);
-    }
-    gateway.start_shared();
-    gateway.detect_at_start().await;
-    tracing::info!(
-        compiled = report.compiled,
-        cache_hits = report.cache_hits,
-        warnings = report.warnings.len(),
-        "adapters ready in {} ms",
-        started.elapsed().as_millis()
-    );
-    startup::raise_open_file_limit(gateway.settings.server.max_in_flight);
-    startup::return_freed_memory();
-    startup::shrink_idle_pools(&gateway);
-    let runtime = gateway.runtime();
-    if runtime.config.keys.is_empty() && runtime.config.runtime_keys.is_empty() {
-        tracing::warn!("no gateway keys are configured: every /v1 request will be refused (add keys: to the config)");
-    }
     let shutdown = async {
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .expect("installing the SIGTERM handler");
@@ -296,37 +265,18 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
         }
         tracing::info!("shutting down: finishing open requests");
     };
-    match switchyard::server::serve(Arc::clone(&gateway), listen, shutdown).await {
-        Ok((addr, handle)) => {
-            tracing::info!("switchyard listening on http://{addr}");
-            announce_webui(&gateway.settings.admin_token, addr);
-            if let Some(telegram) = &gateway.settings.telegram {
-                let bot =
-                    switchyard::telegram::Bot::new(gateway.clone(), telegram, Arc::new(switchyard::telegram::Sleep));
-                Arc::new(bot).spawn();
-                tracing::info!(chats = telegram.allowed_chats.len(), "telegram bot started (long polling)");
-            }
-            let served = handle.await;
-            // What the writer has not committed yet is in the journal anyway; committing it
-            // now spares the next start a replay.
-            gateway.scheduler.flush();
-            gateway.stop_shared().await;
-            match served {
-                Ok(Ok(())) => ExitCode::SUCCESS,
-                Ok(Err(e)) => {
-                    eprintln!("error: server failed: {e}");
-                    ExitCode::from(1)
-                }
-                Err(e) => {
-                    eprintln!("error: server task failed: {e}");
-                    ExitCode::from(1)
-                }
-            }
-        }
+    let serving = match startup::start(config, shutdown).await {
+        Ok(serving) => serving,
         Err(e) => {
-            eprintln!(
-                "error: cannot listen on {listen}: {e}\n    fix: choose a free address under `listen:` in the config"
-            );
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    announce_webui(&serving.gateway.settings.admin_token, serving.addr);
+    match serving.finish().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
             ExitCode::from(1)
         }
     }

@@ -1,5 +1,5 @@
-//! The boot sequence shared by `serve` and `check`: config → data_dir → state database →
-//! plugin host (built-ins, adapter_dir overrides, compiled cache) → gateway.
+//! The boot sequence shared by `serve`, `check` and the desktop app: config → data_dir → state
+//! database → plugin host (built-ins, adapter_dir overrides, compiled cache) → gateway → listener.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,6 +8,81 @@ use crate::config::{self, AdminToken, ConfigError, LoadedConfig, Secret};
 use crate::plugin::{BUILTIN_ADAPTERS, BUNDLED_SCRIPTS, LoadReport, PluginHost};
 use crate::scheduler::{Clock, Persist, Policy, Scheduler, SystemClock};
 use crate::server::Gateway;
+
+/// A gateway serving in this process: what `switchyard serve` runs, and the desktop app.
+pub struct Serving {
+    pub gateway: Arc<Gateway>,
+    /// Where it listens (the port the system chose when the config says 0).
+    pub addr: std::net::SocketAddr,
+    listener: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+/// Why a gateway did not start serving; each says what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0:#}")]
+    Build(anyhow::Error),
+    #[error("{0}")]
+    Replica(String),
+    #[error("cannot listen on {addr}: {error}\n    fix: choose a free address under `listen:` in the config")]
+    Listen { addr: std::net::SocketAddr, error: std::io::Error },
+}
+
+/// Builds the gateway and serves it on the config's `listen` address until `shutdown`
+/// resolves: replicas' sharing, model detection, the Telegram bot included.
+pub async fn start(
+    config: LoadedConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<Serving, StartError> {
+    let listen = config.settings().listen;
+    let started = std::time::Instant::now();
+    let (gateway, report) = build(config).await.map_err(StartError::Build)?;
+    // Serving only: `check` stays offline.
+    gateway.claim_replica_name().await.map_err(|e| StartError::Replica(e.to_string()))?;
+    gateway.start_shared();
+    gateway.detect_at_start().await;
+    tracing::info!(
+        compiled = report.compiled,
+        cache_hits = report.cache_hits,
+        warnings = report.warnings.len(),
+        "adapters ready in {} ms",
+        started.elapsed().as_millis()
+    );
+    raise_open_file_limit(gateway.settings.server.max_in_flight);
+    return_freed_memory();
+    shrink_idle_pools(&gateway);
+    let runtime = gateway.runtime();
+    if runtime.config.keys.is_empty() && runtime.config.runtime_keys.is_empty() {
+        tracing::warn!("no gateway keys are configured: every /v1 request will be refused (add keys: to the config)");
+    }
+    let (addr, listener) = crate::server::serve(Arc::clone(&gateway), listen, shutdown)
+        .await
+        .map_err(|error| StartError::Listen { addr: listen, error })?;
+    tracing::info!("switchyard listening on http://{addr}");
+    if let Some(telegram) = &gateway.settings.telegram {
+        let bot = crate::telegram::Bot::new(gateway.clone(), telegram, Arc::new(crate::telegram::Sleep));
+        Arc::new(bot).spawn();
+        tracing::info!(chats = telegram.allowed_chats.len(), "telegram bot started (long polling)");
+    }
+    Ok(Serving { gateway, addr, listener })
+}
+
+impl Serving {
+    /// Waits until the listener has stopped (its shutdown resolved and open requests
+    /// finished), then commits the state and leaves the replicas.
+    pub async fn finish(self) -> Result<(), String> {
+        let served = self.listener.await;
+        // What the writer has not committed yet is in the journal anyway; committing it now
+        // spares the next start a replay.
+        self.gateway.scheduler.flush();
+        self.gateway.stop_shared().await;
+        match served {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("server failed: {e}")),
+            Err(e) => Err(format!("server task failed: {e}")),
+        }
+    }
+}
 
 /// Reads and validates the config file, knowing the built-in adapters and bundled scripts.
 pub fn load_config(file: &Path) -> Result<LoadedConfig, ConfigError> {

@@ -42,7 +42,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("authoring", &["domain", "config", "plugin", "provider"]),
     ("telegram", &["domain", "config", "server", "tasks", "http_client"]),
-    ("startup", &["domain", "config", "plugin", "scheduler", "server", "shared", "state", "private_fs", "tasks"]),
+    (
+        "startup",
+        &["domain", "config", "plugin", "scheduler", "server", "shared", "state", "private_fs", "tasks", "telegram"],
+    ),
 ];
 
 /// Top-level module → the top-level modules its files name through `crate::`.
