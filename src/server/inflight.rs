@@ -1,11 +1,12 @@
-//! The cap on requests in flight (`server.max_in_flight`): past it a request is answered 503
-//! with Retry-After at once, in its front door's error format; a place is held until the
-//! response body (a stream) ends.
+//! The cap on requests in flight (`server.max_in_flight`) and the operator's pause: past the
+//! cap, or while paused, a request is answered 503 with Retry-After at once, in its front
+//! door's error format; a place is held until the response body (a stream) ends.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 
 use axum::extract::Request;
@@ -20,23 +21,42 @@ use super::guarded::Guarded;
 /// The layer on the API routes. A plain tower service rather than `axum::middleware::from_fn`,
 /// which boxes a clone of the inner service and a second future for every request in flight.
 #[derive(Clone)]
-pub struct Layer(Arc<Semaphore>);
+pub struct Layer {
+    places: Arc<Semaphore>,
+    paused: Pause,
+}
 
-pub fn layer(places: Arc<Semaphore>) -> Layer {
-    Layer(places)
+pub fn layer(places: Arc<Semaphore>, paused: Pause) -> Layer {
+    Layer { places, paused }
 }
 
 impl<S> tower::Layer<S> for Layer {
     type Service = Limit<S>;
 
     fn layer(&self, inner: S) -> Limit<S> {
-        Limit { places: self.0.clone(), inner }
+        Limit { places: self.places.clone(), paused: self.paused.clone(), inner }
+    }
+}
+
+/// The operator's switch: while it is on, `/v1` requests are refused (the admin API, the
+/// WebUI and `/health` go on); requests already in flight finish.
+#[derive(Clone, Default)]
+pub struct Pause(Arc<AtomicBool>);
+
+impl Pause {
+    pub fn set(&self, paused: bool) {
+        self.0.store(paused, Ordering::Relaxed);
+    }
+
+    pub fn is_on(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
     }
 }
 
 #[derive(Clone)]
 pub struct Limit<S> {
     places: Arc<Semaphore>,
+    paused: Pause,
     inner: S,
 }
 
@@ -53,27 +73,38 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
+        if self.paused.is_on() {
+            return Either::Left(answer_now(Ok(refusal(&request, Refusal::Paused))));
+        }
         match self.places.clone().try_acquire_owned() {
             Ok(place) => Either::Right(Placed { answer: self.inner.call(request), place: Some(place) }),
-            Err(_) => Either::Left(answer_now(Ok(refusal(&request)))),
+            Err(_) => Either::Left(answer_now(Ok(refusal(&request, Refusal::Full)))),
         }
     }
 }
 
+enum Refusal {
+    Full,
+    Paused,
+}
+
 /// 503 in the request's front door's format.
-fn refusal(request: &Request) -> Response {
-    let error = ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        ErrorType::Overloaded,
-        "the gateway is serving as many requests as it allows (server.max_in_flight); retry shortly",
-    )
-    .code("too_many_requests_in_flight");
+fn refusal(request: &Request, why: Refusal) -> Response {
+    let (message, code, retry_after) = match why {
+        Refusal::Full => (
+            "the gateway is serving as many requests as it allows (server.max_in_flight); retry shortly",
+            "too_many_requests_in_flight",
+            "1",
+        ),
+        Refusal::Paused => ("the gateway's operator has paused serving; retry later", "serving_paused", "30"),
+    };
+    let error = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorType::Overloaded, message).code(code);
     let mut response = if request.uri().path().starts_with("/v1/messages") {
         super::messages::error_response(error)
     } else {
         error.into_response()
     };
-    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(retry_after));
     response.extensions_mut().insert(super::client_metrics::Refused(ErrorType::Overloaded));
     response
 }

@@ -84,6 +84,8 @@ pub struct Gateway {
     pub metrics: metrics::Metrics,
     /// Places for client requests in flight (`server.max_in_flight`).
     in_flight: Arc<tokio::sync::Semaphore>,
+    /// The operator's pause: `/v1` refused while on.
+    paused: inflight::Pause,
     /// Admin changes, one at a time.
     edits: tokio::sync::Mutex<()>,
     /// What operators are told about as it happens (a model no source could serve).
@@ -121,6 +123,7 @@ impl Gateway {
             state,
             metrics,
             in_flight,
+            paused: Default::default(),
             edits: tokio::sync::Mutex::new(()),
             notices: Notices::default(),
             detected: Default::default(),
@@ -128,6 +131,19 @@ impl Gateway {
             auth_failures: Default::default(),
             stored_budget: Default::default(),
         })
+    }
+
+    /// Pauses (`true`) or resumes serving `/v1` requests; those in flight finish either way.
+    pub fn set_paused(&self, paused: bool) {
+        if self.paused.is_on() != paused {
+            tracing::info!(paused, "serving {}", if paused { "paused by the operator" } else { "resumed" });
+        }
+        self.paused.set(paused);
+    }
+
+    /// Whether `/v1` requests are refused by the operator's pause.
+    pub fn paused(&self) -> bool {
+        self.paused.is_on()
     }
 
     /// The current runtime: what one request sees from start to end.
@@ -371,7 +387,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/embeddings", post(embeddings::embeddings).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/images/generations", post(images::images).layer(envelope::layer(FrontDoor::OPENAI)))
         .route("/v1/models", get(models::list_models))
-        .route_layer(inflight::layer(in_flight))
+        .route_layer(inflight::layer(in_flight, gateway.paused.clone()))
         .route_layer(client_metrics::layer(gateway.clone()));
     let app = if metrics_here { app.route("/metrics", get(metrics::scrape)) } else { app };
     app.route("/health", get(models::health))

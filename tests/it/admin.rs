@@ -576,3 +576,43 @@ async fn an_upload_is_recognised_and_a_name_other_than_the_components_own_is_sai
     assert_eq!(refused.status(), 401);
     assert!(refused.text().await.unwrap().contains("`admin_token` in its data_dir"));
 }
+
+#[tokio::test]
+async fn a_paused_gateway_refuses_v1_in_each_doors_format_and_resumes() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&yaml(&mock)).await;
+    let admin = Admin { gw: &gw };
+    assert_eq!(admin.get("/admin/api/serving").await, json!({"paused": false}));
+    assert_eq!(answer(&gw, KEY, "m").await.0, 200);
+
+    let (status, body) = admin.send(reqwest::Method::PUT, "/admin/api/serving", Some(json!({"paused": true}))).await;
+    assert_eq!((status, body), (200, json!({"paused": true})));
+    let refused = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", gw.url))
+        .bearer_auth(KEY)
+        .json(&chat_body("m", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((refused.status().as_u16(), refused.headers()["retry-after"].to_str().unwrap()), (503, "30"));
+    let error: Value = refused.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "serving_paused", "{error}");
+    let anthropic = reqwest::Client::new()
+        .post(format!("{}/v1/messages", gw.url))
+        .header("x-api-key", KEY)
+        .json(&json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anthropic.status(), 503);
+    let error: Value = anthropic.json().await.unwrap();
+    assert_eq!((error["type"].as_str(), error["error"]["type"].as_str()), (Some("error"), Some("overloaded_error")));
+    // The operator's side goes on while paused.
+    assert_eq!(reqwest::get(format!("{}/health", gw.url)).await.unwrap().status(), 200);
+    assert_eq!(admin.get("/admin/api/serving").await, json!({"paused": true}));
+    let (status, _) = admin.send(reqwest::Method::PUT, "/admin/api/serving", Some(json!({"paused": "yes"}))).await;
+    assert_eq!(status, 400, "a pause is a boolean");
+
+    admin.send(reqwest::Method::PUT, "/admin/api/serving", Some(json!({"paused": false}))).await;
+    assert_eq!(answer(&gw, KEY, "m").await.0, 200);
+}

@@ -77,6 +77,25 @@ fn clear_request(body: &[u8]) -> Result<ClearRequest, ApiError> {
     if body.is_empty() { Ok(ClearRequest::default()) } else { crate::server::request::parse_json(body) }
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServingChange {
+    paused: bool,
+}
+
+/// `GET /admin/api/serving`: whether `/v1` requests are served or paused.
+pub async fn serving(State(gw): State<Arc<Gateway>>) -> Json<Value> {
+    Json(json!({"paused": gw.paused()}))
+}
+
+/// `PUT /admin/api/serving` with `{"paused": true}` to refuse `/v1` requests (503
+/// `serving_paused`) until `{"paused": false}`; requests in flight finish.
+pub async fn set_serving(State(gw): State<Arc<Gateway>>, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
+    let change: ServingChange = crate::server::request::parse_json(&body)?;
+    gw.set_paused(change.paused);
+    Ok(Json(json!({"paused": gw.paused()})))
+}
+
 /// `POST /admin/api/cooldowns/clear` with `{}` (all), `{"source"}`, `{"model"}` or both.
 pub async fn clear_cooldowns(State(gw): State<Arc<Gateway>>, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
     let request = clear_request(&body)?;

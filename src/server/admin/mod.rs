@@ -31,6 +31,7 @@ pub use health::internal;
 pub fn router(gateway: Arc<Gateway>) -> Router<Arc<Gateway>> {
     let api = Router::new()
         .route("/health", get(health::health))
+        .route("/serving", get(health::serving).put(health::set_serving))
         .route("/cooldowns/clear", post(health::clear_cooldowns))
         .route("/affinity/clear", post(health::clear_affinity))
         .route("/stats/reset", post(health::reset_stats))
