@@ -45,6 +45,8 @@ pub use notices::{Notice, Notices};
 
 /// The admin API as a service, for operators' tools inside the process (the Telegram bot):
 /// the same routes, checks and logs as over HTTP, the admin token still required.
+pub use admin::InProcess;
+
 pub fn admin_service(gateway: Arc<Gateway>) -> axum::Router {
     admin::router(gateway.clone()).with_state(gateway)
 }

@@ -1,7 +1,6 @@
 //! The operators' Telegram bot: long-polls the Bot API for commands from allowed chats, runs
 //! them through the admin API in-process, and pushes alerts; it never blocks the gateway.
 
-mod alerts;
 mod api;
 mod commands;
 mod replies;
@@ -12,12 +11,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-pub use alerts::{Alerts, KeyView, SlotView};
 pub use api::{ApiFailure, BotApi, Update};
 pub use commands::{Command, MENU, parse};
 
+use crate::alerts::Watch;
 use crate::config::TelegramConfig;
-use crate::server::Gateway;
+use crate::server::{Gateway, InProcess};
 
 /// Waiting between tries, injected so tests see the waits without taking them.
 #[async_trait::async_trait]
@@ -41,16 +40,14 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 const MAX_LOGGED_STRANGERS: usize = 1000;
 
 pub struct Bot {
-    gateway: Arc<Gateway>,
-    admin: replies::Admin,
+    admin: InProcess,
     api: BotApi,
     allowed: HashSet<i64>,
     allowed_users: HashSet<i64>,
     poll_timeout: Duration,
     alert_every: Duration,
     pause: Arc<dyn Pause>,
-    alerts: Mutex<Alerts>,
-    notices_seen: Mutex<u64>,
+    watch: Watch,
     strangers: Mutex<HashSet<i64>>,
 }
 
@@ -58,18 +55,15 @@ impl Bot {
     pub fn new(gateway: Arc<Gateway>, config: &TelegramConfig, pause: Arc<dyn Pause>) -> Bot {
         let token = gateway.settings.admin_token.secret().map(|s| s.expose().to_string()).unwrap_or_default();
         Bot {
-            admin: replies::Admin::new(crate::server::admin_service(gateway.clone()), token),
+            admin: InProcess::new(crate::server::admin_service(gateway.clone()), token),
             api: BotApi::new(config.api_base.as_str(), config.bot_token.expose()),
             allowed: config.allowed_chats.iter().copied().collect(),
             allowed_users: config.allowed_users.iter().copied().collect(),
             poll_timeout: Duration::from_secs(config.poll_timeout_seconds.get()),
             alert_every: Duration::from_secs(config.alert_check_seconds.get()),
             pause,
-            alerts: Mutex::new(Alerts::default()),
-            // Failures from before the bot started are not news.
-            notices_seen: Mutex::new(gateway.notices.since(u64::MAX).1),
+            watch: Watch::new(gateway),
             strangers: Mutex::new(HashSet::new()),
-            gateway,
         }
     }
 
@@ -174,22 +168,7 @@ impl Bot {
 
     /// Looks at the gateway once and sends what deserves an alert to every allowed chat.
     pub async fn check_alerts(&self) {
-        let now = self.gateway.scheduler.now();
-        let slots = self.admin.get("/health").await.map(|h| slot_views(&h)).unwrap_or_default();
-        let keys = self.admin.get("/keys").await.map(|k| key_views(&k)).unwrap_or_default();
-        let notices = {
-            let mut seen = self.notices_seen.lock().unwrap_or_else(|p| p.into_inner());
-            let (notices, next) = self.gateway.notices.since(*seen);
-            *seen = next;
-            notices
-        };
-        let messages = {
-            let mut alerts = self.alerts.lock().unwrap_or_else(|p| p.into_inner());
-            let mut messages = alerts.on_health(now, &slots);
-            messages.extend(alerts.on_failures(now, &notices));
-            messages.extend(alerts.on_keys(&keys));
-            messages
-        };
+        let messages = self.watch.look().await;
         if messages.is_empty() {
             return;
         }
@@ -201,32 +180,6 @@ impl Bot {
             self.send(chat, &text, None).await;
         }
     }
-}
-
-fn slot_views(health: &Value) -> Vec<SlotView> {
-    health["slots"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| SlotView {
-            source: s["source"].as_str().unwrap_or_default().to_string(),
-            model: s["model"].as_str().unwrap_or_default().to_string(),
-            window_start: s["window_start_ms"].as_u64(),
-        })
-        .collect()
-}
-
-fn key_views(keys: &Value) -> Vec<KeyView> {
-    keys["keys"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|k| KeyView {
-            name: k["name"].as_str().unwrap_or_default().to_string(),
-            used: k["used"].as_u64().unwrap_or(0),
-            quota: k["token_quota"].as_u64(),
-        })
-        .collect()
 }
 
 /// The buttons under `/help` and `/status`: the common interventions.

@@ -1,58 +1,17 @@
 //! Runs a command through the admin API, in-process (the same routes, checks and logs as an
 //! HTTP admin client), and words the answer for a chat.
 
-use axum::body::Body;
-use axum::http::{Method, Request, header};
+use axum::http::Method;
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 use super::commands::{Command, MENU};
+use crate::server::InProcess;
 
-/// Largest admin answer read (health of many slots is a few hundred KB at most).
-const MAX_ADMIN_BYTES: usize = 8 << 20;
 /// Lines of a list shown in one message; the rest are counted.
 const MAX_LINES: usize = 40;
 
-/// The admin API, called in-process with the admin token.
-pub struct Admin {
-    router: axum::Router,
-    token: String,
-}
-
-impl Admin {
-    pub fn new(router: axum::Router, token: String) -> Admin {
-        Admin { router, token }
-    }
-
-    /// (status, JSON answer) of one admin call.
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let request = Request::builder()
-            .method(method)
-            .uri(format!("/admin/api{path}"))
-            .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
-            .expect("a well-formed admin request");
-        let response = match self.router.clone().oneshot(request).await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        };
-        let status = response.status().as_u16();
-        let bytes = axum::body::to_bytes(response.into_body(), MAX_ADMIN_BYTES).await.unwrap_or_default();
-        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-    }
-
-    /// A GET's answer when it succeeded.
-    pub async fn get(&self, path: &str) -> Option<Value> {
-        match self.call(Method::GET, path, None).await {
-            (200, value) => Some(value),
-            _ => None,
-        }
-    }
-}
-
 /// Runs `command`; the reply text, and buttons for the answers that offer them.
-pub async fn run(admin: &Admin, command: &Command) -> (String, Option<Value>) {
+pub async fn run(admin: &InProcess, command: &Command) -> (String, Option<Value>) {
     match command {
         Command::Help => (help(), Some(super::keyboard())),
         Command::Status => (status(admin).await, Some(super::keyboard())),
@@ -118,7 +77,7 @@ fn scope(source: &Option<String>, model: &Option<String>) -> String {
     }
 }
 
-async fn status(admin: &Admin) -> String {
+async fn status(admin: &InProcess) -> String {
     let Some(series) = admin.get("/stats/series").await else { return "Stats are not available now.".into() };
     let sum = |field: &str| -> u64 {
         series["buckets"].as_array().into_iter().flatten().map(|b| b[field].as_u64().unwrap_or(0)).sum()
@@ -141,7 +100,7 @@ async fn status(admin: &Admin) -> String {
     text
 }
 
-async fn health(admin: &Admin, source: Option<&str>) -> String {
+async fn health(admin: &InProcess, source: Option<&str>) -> String {
     let Some(health) = admin.get("/health").await else { return "Health is not available now.".into() };
     let now = health["now_ms"].as_u64().unwrap_or(0);
     let lines: Vec<String> =
@@ -174,7 +133,7 @@ fn slot_line(slot: &Value, now: u64) -> String {
     line
 }
 
-async fn keys(admin: &Admin) -> String {
+async fn keys(admin: &InProcess) -> String {
     let Some(keys) = admin.get("/keys").await else { return "Keys are not available now.".into() };
     let lines: Vec<String> = keys["keys"]
         .as_array()
@@ -194,7 +153,7 @@ async fn keys(admin: &Admin) -> String {
 }
 
 /// `/disable` and `/enable`: the source as the admin API shows it, sent back with `enabled` changed.
-async fn switch(admin: &Admin, source: &str, enabled: bool) -> String {
+async fn switch(admin: &InProcess, source: &str, enabled: bool) -> String {
     let path = format!("/sources/{}", utf8_percent(source));
     let (status, mut shown) = admin.call(Method::GET, &path, None).await;
     if status != 200 {

@@ -41,7 +41,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("authoring", &["domain", "config", "plugin", "provider"]),
-    ("telegram", &["domain", "config", "server", "tasks", "http_client"]),
+    ("alerts", &["domain", "server"]),
+    ("telegram", &["domain", "config", "server", "tasks", "http_client", "alerts"]),
     (
         "startup",
         &["domain", "config", "plugin", "scheduler", "server", "shared", "state", "private_fs", "tasks", "telegram"],

@@ -5,6 +5,7 @@
 pub(crate) mod adapters;
 mod chains;
 mod health;
+mod in_process;
 mod keys;
 mod openapi;
 mod routes;
@@ -26,6 +27,7 @@ use super::Gateway;
 use super::error::{ApiError, ErrorType};
 
 pub use health::internal;
+pub use in_process::InProcess;
 
 /// Admin routes (JSON bodies up to axum's 2 MiB default; adapter uploads up to 64 MiB).
 pub fn router(gateway: Arc<Gateway>) -> Router<Arc<Gateway>> {
