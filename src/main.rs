@@ -39,7 +39,7 @@ enum Command {
     /// Ask the gateway the config describes for `GET /health`; exit 0 when it answers 200
     /// (a container's health check: an image from scratch has no curl).
     Health {
-        /// Ask this base URL instead of the config's `listen` address.
+        /// Ask this base URL instead of the config's `listen` address (the config is then not read).
         #[arg(long)]
         url: Option<String>,
     },
@@ -100,6 +100,10 @@ struct LimitArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    // An address given: the config is not read (a container's health check needs none of it).
+    if let Some(Command::Health { url: Some(url) }) = &cli.command {
+        return runtime.block_on(health(url));
+    }
     if let Some(Command::Adapter(command)) = cli.command {
         // The author's tools say what they wait for (a compile) and nothing else unasked.
         switchyard::logging::init_at(Default::default(), None, "warn,switchyard::plugin::cache=info");

@@ -31,10 +31,12 @@ async fn without_system_ca_certificates_the_gateway_starts_on_its_built_in_roots
 async fn switchyard_health_answers_for_a_container_health_check() {
     let dir = tempfile::tempdir().unwrap();
     let mut binary = Binary::start(dir.path(), "");
-    let config = dir.path().join("config.yaml");
+    // Run where no config.yaml is: with --url none is read.
+    let elsewhere = tempfile::tempdir().unwrap();
     let health = |url: &str| {
         std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
-            .args(["health", "--config", config.to_str().unwrap(), "--url", url])
+            .current_dir(elsewhere.path())
+            .args(["health", "--url", url])
             .output()
             .unwrap()
     };
