@@ -356,9 +356,20 @@ export function fmtTokens(n, estimated = false) {
   return estimated ? `~${s}` : s;
 }
 
+/** The browser's locale when Intl takes it; 'en' when it does not (a webview started with
+ *  LANG=C reports "C", and every toLocaleString() would throw). */
+export const LOCALE = (() => {
+  try {
+    new Intl.NumberFormat(undefined).format(1);
+    return undefined;
+  } catch {
+    return 'en';
+  }
+})();
+
 /** fmtNum(n) → locale-grouped integer or '—'. */
 export function fmtNum(n) {
-  return n === null || n === undefined ? '—' : Number(n).toLocaleString();
+  return n === null || n === undefined ? '—' : Number(n).toLocaleString(LOCALE);
 }
 
 /** fmtPct(x) → '12.5%' from a 0..1 ratio ('—' for null/NaN). */

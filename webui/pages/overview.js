@@ -3,7 +3,7 @@ import { html, useState, useEffect, useRef, useMemo } from '../lib.js';
 import uPlot from '../vendor/uPlot.esm.js';
 import {
   useApi, Loading, Empty, ErrorBox, Card, PageHeader, Segmented, HealthTag, Table, Button,
-  fmtMs, fmtTokens, fmtNum, fmtPct, fmtTime, hashLink, useNow,
+  fmtMs, fmtTokens, fmtNum, fmtPct, fmtTime, hashLink, useNow, LOCALE,
 } from '../ui.js';
 
 const RANGES = [
@@ -57,7 +57,7 @@ function Chart({ title, series, x, ys, fmt, integer }) {
           ...(integer ? { incrs: INT_INCRS } : {}), values: (u, vals) => vals.map((v) => fmt(v)) },
       ],
       series: [
-        { value: (u, v) => (v == null ? '—' : new Date(v * 1000).toLocaleString()) },
+        { value: (u, v) => (v == null ? '—' : new Date(v * 1000).toLocaleString(LOCALE)) },
         ...series.map((s) => ({
           label: s.label, stroke: css(s.color), width: 1.5, fill: s.fill ? css(s.color) + '22' : undefined,
           points: { show: true, size: 5, filter: lonePoints }, spanGaps: false, value: (u, v) => (v == null ? '—' : fmt(v)),
