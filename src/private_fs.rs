@@ -25,6 +25,16 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
     std::fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir)
 }
 
+/// The owner of `dir` when the process runs as root and `dir` belongs to someone else: files
+/// root made there (the state database, the admin token) would lock that user out.
+pub fn root_in_someone_elses(dir: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    let owner = std::fs::metadata(dir).ok()?.uid();
+    (euid == 0 && owner != 0).then_some(owner)
+}
+
 /// Opens `path` for writing with mode 600 (truncating it, or appending with `append`); an
 /// existing file is brought to 600 too.
 pub fn open(path: &Path, append: bool) -> io::Result<File> {

@@ -102,6 +102,14 @@ pub async fn build_with_clock(
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<(Arc<Gateway>, LoadReport)> {
     let data_dir = &loaded.settings().data_dir;
+    if let Some(owner) = crate::private_fs::root_in_someone_elses(data_dir) {
+        anyhow::bail!(
+            "data_dir {} belongs to uid {owner}, and this runs as root: the files it would make there \
+             (state.db, admin_token) would lock that user out\n    fix: run it as that user, e.g. \
+             `sudo -u switchyard switchyard check --config /etc/switchyard/config.yaml`",
+            data_dir.display()
+        );
+    }
     crate::private_fs::create_dir(data_dir)
         .map_err(|e| anyhow::anyhow!("cannot create data_dir {}: {e}", data_dir.display()))?;
     if loaded.settings().admin_token == AdminToken::Auto {

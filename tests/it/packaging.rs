@@ -49,3 +49,32 @@ async fn switchyard_health_answers_for_a_container_health_check() {
     assert_eq!(down.status.code(), Some(1), "a gateway that is gone is unhealthy");
     assert!(String::from_utf8_lossy(&down.stderr).contains("/health"), "{}", String::from_utf8_lossy(&down.stderr));
 }
+
+#[test]
+fn root_does_not_write_into_a_data_dir_that_belongs_to_the_service_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, format!("data_dir: {}\nsources: []\n", data.display())).unwrap();
+    let check = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
+            .args(["check", "--config", config.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    // As root (CI, a package's postinst), hand the directory to "nobody" as a package hands it
+    // to `switchyard`; anyone else cannot, and the check must then go ahead as usual.
+    let root = std::process::Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+    if root {
+        std::os::unix::fs::chown(&data, Some(65534), Some(65534)).unwrap();
+        let refused = check();
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{err}");
+        assert!(err.contains("belongs to uid 65534, and this runs as root") && err.contains("sudo -u"), "{err}");
+        assert_eq!(std::fs::read_dir(&data).unwrap().count(), 0, "nothing was made in it");
+    } else {
+        let checked = check();
+        assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
+    }
+}
