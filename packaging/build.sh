@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Builds every Switchyard package from a release binary: split debug info, tarball, .deb, OCI image.
-# Owns the package layouts; the files they ship live beside it (systemd/, deb/, container/).
+# Builds every Switchyard package from the release binaries: split debug info, tarball, .deb, OCI
+# image for the gateway; a .deb for the desktop app when its binary is there.
+# Owns the package layouts; the files they ship live beside it (systemd/, deb/, desktop/, container/).
 set -euo pipefail
 
 usage() {
     cat <<'EOF'
-usage: packaging/build.sh [--binary PATH] [--out DIR] [--version V] [--image] [--no-lint]
+usage: packaging/build.sh [--binary PATH] [--desktop PATH] [--out DIR] [--version V] [--image] [--no-lint]
 
   --binary PATH  release binary to package (default: target/release/switchyard); it is copied, never changed
+  --desktop PATH desktop app binary for switchyard-desktop_V-R_ARCH.deb (default: target/release/switchyard-desktop
+                 when it exists; without one the desktop .deb is skipped). Needs dpkg-shlibdeps (dpkg-dev).
   --out DIR      where the packages go (default: target/packages)
   --version V    package version (default: Cargo.toml's `version`)
   --image        also build the container image (podman or buildah) and save it as an OCI archive
-  --no-lint      skip lintian and systemd-analyze
+  --no-lint      skip lintian, systemd-analyze and desktop-file-validate
 
 Environment: DEB_REVISION (default 1), DEB_MAINTAINER, SOURCE_DATE_EPOCH (default: the last commit's time).
 EOF
@@ -20,6 +23,7 @@ EOF
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 binary="$repo/target/release/switchyard"
+desktop=""
 out="$repo/target/packages"
 version=""
 image=0
@@ -27,6 +31,7 @@ lint=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --binary) binary=$2; shift 2 ;;
+        --desktop) desktop=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --version) version=$2; shift 2 ;;
         --image) image=1; shift ;;
@@ -41,6 +46,14 @@ say() { echo "== $*"; }
 size() { du -h --apparent-size "$1" | cut -f1; }
 
 [ -f "$binary" ] || die "no binary at $binary (cargo build --release first, or --binary PATH)"
+if [ -n "$desktop" ]; then
+    [ -f "$desktop" ] || die "no desktop binary at $desktop"
+elif [ -f "$repo/target/release/switchyard-desktop" ]; then
+    desktop="$repo/target/release/switchyard-desktop"
+fi
+if [ -n "$desktop" ]; then
+    command -v dpkg-shlibdeps >/dev/null || die "the desktop .deb needs dpkg-shlibdeps for its Depends (apt-get install dpkg-dev)"
+fi
 if [ -z "$version" ]; then
     version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/Cargo.toml" | head -n 1)
     [ -n "$version" ] || die "no version = \"...\" in $repo/Cargo.toml"
@@ -53,11 +66,15 @@ fi
 export SOURCE_DATE_EPOCH
 
 # The binary's architecture, from its ELF header (not the host's).
-case "$(readelf -h "$binary" | sed -n 's/^ *Machine: *//p')" in
-    *X86-64*) arch=x86_64 deb_arch=amd64 ;;
-    *AArch64*) arch=aarch64 deb_arch=arm64 ;;
-    *) die "unsupported architecture: $(readelf -h "$binary" | sed -n 's/^ *Machine: *//p')" ;;
-esac
+elf_arch() { # elf_arch BINARY: prints "ARCH DEB_ARCH"
+    case "$(readelf -h "$1" | sed -n 's/^ *Machine: *//p')" in
+        *X86-64*) echo "x86_64 amd64" ;;
+        *AArch64*) echo "aarch64 arm64" ;;
+        *) die "$1: unsupported architecture: $(readelf -h "$1" | sed -n 's/^ *Machine: *//p')" ;;
+    esac
+}
+read -r arch deb_arch <<< "$(elf_arch "$binary")"
+[ -n "$deb_arch" ] || exit 1
 triple="$arch-linux"
 name="switchyard-$version-$triple"
 
@@ -67,15 +84,19 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-pkg.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # --- (a) debug info split off -------------------------------------------------------------------
-say "stripping $binary ($(size "$binary"))"
-objcopy --only-keep-debug --compress-debug-sections=zlib "$binary" "$out/switchyard.debug"
-objcopy --strip-debug --strip-unneeded --remove-section=.comment "$binary" "$work/switchyard"
-(cd "$out" && objcopy --add-gnu-debuglink=switchyard.debug "$work/switchyard")
-chmod 0755 "$work/switchyard"
-cp "$work/switchyard" "$out/switchyard"
+strip_binary() { # strip_binary BINARY NAME: $work/NAME stripped, its debug info in $out/NAME.debug
+    local src=$1 name=$2
+    say "stripping $src ($(size "$src"))"
+    objcopy --only-keep-debug --compress-debug-sections=zlib "$src" "$out/$name.debug"
+    objcopy --strip-debug --strip-unneeded --remove-section=.comment "$src" "$work/$name"
+    (cd "$out" && objcopy --add-gnu-debuglink="$name.debug" "$work/$name")
+    chmod 0755 "$work/$name"
+    "$work/$name" --version >/dev/null || die "the stripped $name does not run"
+    echo "   stripped $name $(size "$work/$name"), $name.debug $(size "$out/$name.debug")"
+}
+strip_binary "$binary" switchyard
 stripped="$work/switchyard"
-"$stripped" --version >/dev/null || die "the stripped binary does not run"
-echo "   stripped binary $(size "$stripped"), switchyard.debug $(size "$out/switchyard.debug")"
+cp "$stripped" "$out/switchyard"
 
 # Shared libraries and glibc version the binary needs (empty for a static musl build).
 glibc_min=$(objdump -T "$stripped" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1 || true)
@@ -160,6 +181,16 @@ tar -C "$work/tar" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SO
     -cf - "$name" | gzip -n -9 > "$out/$name.tar.gz"
 echo "   $out/$name.tar.gz $(size "$out/$name.tar.gz")"
 
+run_lintian() { # run_lintian DEB
+    say "lintian $(basename "$1")"
+    if command -v lintian >/dev/null; then
+        # Findings are printed, not fatal: the report names what remains and why.
+        lintian --display-info --pedantic --tag-display-limit 0 "$1" 2>&1 | grep -v 'root privileges' || true
+    else
+        echo "   lintian not installed (apt-get install lintian): skipped"
+    fi
+}
+
 # --- (c) .deb -----------------------------------------------------------------------------------
 say ".deb"
 deb_version="$version-$revision"
@@ -177,9 +208,12 @@ install -m 0644 "$here/systemd/switchyard.service" "$root/lib/systemd/system/swi
 install -m 0644 "$here/deb/copyright" "$doc/copyright"
 install -m 0644 "$repo/docs/deployment.md" "$doc/deployment.md"
 install -m 0644 "$repo/config.example.yaml" "$doc/examples/config.example.yaml"
-printf 'switchyard (%s) unstable; urgency=medium\n\n  * Release %s, packaged from the release binary by packaging/build.sh.\n\n -- %s  %s\n' \
-    "$deb_version" "$version" "$maintainer" "$(date -u -R -d "@$SOURCE_DATE_EPOCH")" | gzip -n -9 > "$doc/changelog.Debian.gz"
-chmod 0644 "$doc/changelog.Debian.gz"
+changelog() { # changelog PACKAGE DOC_DIR: DOC_DIR/changelog.Debian.gz, one entry for this release
+    printf '%s (%s) unstable; urgency=medium\n\n  * Release %s, packaged from the release binary by packaging/build.sh.\n\n -- %s  %s\n' \
+        "$1" "$deb_version" "$version" "$maintainer" "$(date -u -R -d "@$SOURCE_DATE_EPOCH")" | gzip -n -9 > "$2/changelog.Debian.gz"
+    chmod 0644 "$2/changelog.Debian.gz"
+}
+changelog switchyard "$doc"
 install -m 0644 "$here/deb/lintian-overrides" "$root/usr/share/lintian/overrides/switchyard"
 for s in postinst prerm postrm; do install -m 0755 "$here/deb/$s" "$root/DEBIAN/$s"; done
 printf '/etc/switchyard/config.yaml\n/etc/switchyard/environment\n' > "$root/DEBIAN/conffiles"
@@ -210,11 +244,16 @@ installed_size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
     echo " configured in /etc/switchyard and keeping its state in /var/lib/switchyard."
     echo " The service is enabled but not started on installation."
 } > "$root/DEBIAN/control"
-(cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) > "$root/DEBIAN/md5sums"
-chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/conffiles" "$root/DEBIAN/md5sums"
-find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+build_deb() { # build_deb ROOT DEB: md5sums, reproducible mtimes, then dpkg-deb
+    local root=$1 deb=$2
+    (cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) > "$root/DEBIAN/md5sums"
+    chmod 0644 "$root/DEBIAN/md5sums"
+    find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+    dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+}
+chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/conffiles"
 deb="$out/switchyard_${deb_version}_${deb_arch}.deb"
-dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+build_deb "$root" "$deb"
 echo "   $deb $(size "$deb") (Depends: $depends)"
 
 if [ "$lint" = 1 ]; then
@@ -233,16 +272,104 @@ if [ "$lint" = 1 ]; then
     else
         echo "   systemd-analyze not installed: skipped"
     fi
-    say "lintian"
-    if command -v lintian >/dev/null; then
-        # Findings are printed, not fatal: the report names what remains and why.
-        lintian --display-info --pedantic --tag-display-limit 0 "$deb" 2>&1 | grep -v 'root privileges' || true
-    else
-        echo "   lintian not installed (apt-get install lintian): skipped"
-    fi
+    run_lintian "$deb"
 fi
 
-# --- (d) container image ------------------------------------------------------------------------
+# --- (d) desktop .deb ---------------------------------------------------------------------------
+if [ -n "$desktop" ]; then
+    say "desktop .deb"
+    read -r _ desktop_arch <<< "$(elf_arch "$desktop")"
+    [ -n "$desktop_arch" ] || exit 1
+    desktop_version=$("$desktop" --version 2>/dev/null | awk '{ print $2 }' || true)
+    if [ "$desktop_version" != "$version" ]; then
+        echo "   note: $desktop says version ${desktop_version:-?}; packaged as $version"
+    fi
+    strip_binary "$desktop" switchyard-desktop
+    app=dev.switchyard.desktop # the app's identifier (desktop/tauri.conf.json): .desktop file and icon names
+    # The root is debian/switchyard-desktop beside a debian/control: the layout dpkg-shlibdeps reads.
+    droot="$work/desktop/debian/switchyard-desktop"
+    ddoc="$droot/usr/share/doc/switchyard-desktop"
+    install -d -m 0755 "$droot/DEBIAN" "$droot/usr/bin" "$droot/usr/share/applications" "$ddoc" \
+        "$droot/usr/share/lintian/overrides"
+    install -m 0755 "$work/switchyard-desktop" "$droot/usr/bin/switchyard-desktop"
+    install -m 0644 "$here/desktop/$app.desktop" "$droot/usr/share/applications/$app.desktop"
+    for icon in 32x32:32x32 128x128:128x128 256x256:128x128@2x; do
+        install -D -m 0644 "$repo/desktop/icons/${icon#*:}.png" "$droot/usr/share/icons/hicolor/${icon%%:*}/apps/$app.png"
+    done
+    install -m 0644 "$here/deb/copyright" "$ddoc/copyright"
+    changelog switchyard-desktop "$ddoc"
+    install -m 0644 "$here/desktop/lintian-overrides" "$droot/usr/share/lintian/overrides/switchyard-desktop"
+    # No maintainer scripts: the app keeps its data per user (~/.local/share/dev.switchyard.desktop),
+    # and dpkg's file triggers (desktop-file-utils, hicolor-icon-theme) refresh the desktop
+    # database and the icon cache.
+
+    # Depends: the linked libraries, as dpkg-shlibdeps reads them (NEEDED, symbols/shlibs files)...
+    printf 'Source: switchyard\n\nPackage: switchyard-desktop\nArchitecture: any\n' > "$work/desktop/debian/control"
+    desktop_depends=$(cd "$work/desktop" && dpkg-shlibdeps -O -edebian/switchyard-desktop/usr/bin/switchyard-desktop |
+        sed -n 's/^shlibs:Depends=//p')
+    [ -n "$desktop_depends" ] || die "dpkg-shlibdeps found no dependencies for switchyard-desktop"
+    # ...and the libraries it dlopen()s itself (not NEEDED, so invisible to dpkg-shlibdeps), each
+    # only when its name is in the binary, with the version from its package's shlibs file:
+    #   libayatana-appindicator3.so.1  the tray (libappindicator-sys; it panics without one)
+    #   libX11.so.6, libXi.so.6        tao's X11 device events (x11-dl; unwrapped, so required)
+    # libunity (tao's taskbar progress) is optional: tao does without it.
+    multiarch=$(dpkg-architecture -a"$desktop_arch" -qDEB_HOST_MULTIARCH 2>/dev/null)
+    for soname in libayatana-appindicator3.so.1 libX11.so.6 libXi.so.6; do
+        grep -qaF "$soname" "$droot/usr/bin/switchyard-desktop" || continue
+        pkg=$(dpkg -S "*/$multiarch/$soname" 2>/dev/null | sed -n '1s/[:,].*//p' || true)
+        [ -n "$pkg" ] || die "$soname: no installed package has it (the desktop build needs it too: docs/gui.md)"
+        lib=${soname%.so.*}
+        dep=$(dpkg-query --control-show "$pkg:$desktop_arch" shlibs 2>/dev/null ||
+            dpkg-query --control-show "$pkg" shlibs 2>/dev/null || true)
+        dep=$(awk -v l="$lib" -v v="${soname##*.so.}" '$1 == l && $2 == v { $1 = ""; $2 = ""; sub(/^ +/, ""); print; exit }' <<< "$dep")
+        [ -n "$dep" ] || dep=$pkg
+        desktop_depends="$desktop_depends, $dep"
+    done
+    # One entry per package, sorted.
+    desktop_depends=$(tr ',' '\n' <<< "$desktop_depends" | sed 's/^ *//; /^$/d' | sort -u -t' ' -k1,1 | paste -sd, - | sed 's/,/, /g')
+
+    installed_size=$(du -sk --exclude=DEBIAN "$droot" | cut -f1)
+    {
+        echo "Package: switchyard-desktop"
+        echo "Version: $deb_version"
+        echo "Architecture: $desktop_arch"
+        echo "Maintainer: $maintainer"
+        echo "Installed-Size: $installed_size"
+        echo "Depends: $desktop_depends"
+        echo "Recommends: xdg-utils"
+        echo "Section: net"
+        echo "Priority: optional"
+        echo "Description: LLM API gateway in a desktop app, with its WebUI and a tray icon"
+        echo " Switchyard serves OpenAI and Anthropic clients from many upstream sources,"
+        echo " with failover, cooldowns, AUTO chains with token quotas, gateway keys and"
+        echo " sandboxed WebAssembly adapters."
+        echo " ."
+        echo " This package is the desktop app: the gateway runs inside it on loopback,"
+        echo " its WebUI opens in a window already logged in, and a tray icon keeps it"
+        echo " serving when the window closes. Alerts arrive as desktop notifications."
+        echo " Each user's config and state live in ~/.local/share/dev.switchyard.desktop."
+        echo " For a server, install the package switchyard (a systemd service) instead."
+    } > "$droot/DEBIAN/control"
+    chmod 0644 "$droot/DEBIAN/control"
+    ddeb="$out/switchyard-desktop_${deb_version}_${desktop_arch}.deb"
+    build_deb "$droot" "$ddeb"
+    echo "   $ddeb $(size "$ddeb") (Depends: $desktop_depends)"
+
+    if [ "$lint" = 1 ]; then
+        say "desktop-file-validate"
+        if command -v desktop-file-validate >/dev/null; then
+            desktop-file-validate "$droot/usr/share/applications/$app.desktop" || die "desktop-file-validate found problems in $app.desktop"
+            echo "   $app.desktop: valid (hints, if any, above)"
+        else
+            echo "   desktop-file-validate not installed (apt-get install desktop-file-utils): skipped"
+        fi
+        run_lintian "$ddeb"
+    fi
+else
+    say "desktop .deb: skipped (no target/release/switchyard-desktop: cargo build -p switchyard-desktop --release, or --desktop PATH)"
+fi
+
+# --- (e) container image ------------------------------------------------------------------------
 ctx="$out/image-context"
 rm -rf "$ctx"
 mkdir -p "$ctx/rootfs/usr/bin" "$ctx/rootfs/etc/switchyard" "$ctx/rootfs/etc/ssl/certs" "$ctx/rootfs/data" "$ctx/rootfs/tmp" \

@@ -28,8 +28,7 @@ for tool in debootstrap chroot curl dpkg-deb; do
     command -v "$tool" >/dev/null || { echo "test-deb.sh: needs $tool (apt-get install debootstrap curl)" >&2; exit 2; }
 done
 
-suite=${SWITCHYARD_TEST_SUITE:-bookworm}
-cache=${SWITCHYARD_TEST_ROOT_CACHE:-/var/cache/switchyard-test-root}
+. "$here/test-root.sh" # suite, cache, mirror; test_root_fill
 start=$(date +%s)
 fails=0
 passes=0
@@ -41,29 +40,6 @@ check() { # check DESCRIPTION COMMAND...: PASS when the command succeeds
     if "$@" >/dev/null 2>&1; then pass "$what"; else fail "$what"; fi
 }
 
-# The mirror: the machine's own apt source for the suite (one-line or deb822 format).
-mirror=${SWITCHYARD_TEST_MIRROR:-}
-if [ -z "$mirror" ]; then
-    mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-        awk -v s="$suite" '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { if ($(i + 1) == s) { print $i; exit } break } }' || true)
-fi
-if [ -z "$mirror" ]; then
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -f "$f" ] || continue
-        mirror=$(awk -v s="$suite" '
-            /^[ \t]*$/ { if (u != "" && found) { print u; exit } u = ""; found = 0; next }
-            tolower($1) == "uris:" { u = $2 }
-            tolower($1) == "suites:" { for (i = 2; i <= NF; i++) if ($i == s) found = 1 }
-            END { if (u != "" && found) print u }' "$f" | head -n 1)
-        [ -n "$mirror" ] && break
-    done
-fi
-[ -n "$mirror" ] || { echo "test-deb.sh: no $suite mirror in /etc/apt/sources*: set SWITCHYARD_TEST_MIRROR" >&2; exit 2; }
-
-# The clean root, made once per (suite, mirror, packages) and kept as a tarball.
-include=ca-certificates
-key=$(printf '%s %s %s' "$suite" "$mirror" "$include" | sha256sum | cut -c1-12)
-tarball="$cache/$suite-minbase-$key.tar"
 root=$(mktemp -d /var/tmp/switchyard-test-root.XXXXXX)
 gateway_pid=""
 cleanup() {
@@ -81,23 +57,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ -f "$tarball" ]; then
-    echo "== root from the cache $tarball"
-    tar -C "$root" --numeric-owner -xpf "$tarball"
-else
-    echo "== debootstrap --variant=minbase --include=$include $suite (mirror $mirror); cached in $cache"
-    mkdir -p "$cache"
-    if ! debootstrap --variant=minbase --include="$include" "$suite" "$root" "$mirror" > "$root.debootstrap.log" 2>&1; then
-        tail -n 20 "$root.debootstrap.log" >&2
-        rm -f "$root.debootstrap.log"
-        echo "test-deb.sh: debootstrap failed" >&2
-        exit 1
-    fi
-    rm -f "$root.debootstrap.log"
-    chroot "$root" apt-get clean
-    tar -C "$root" --numeric-owner -cpf "$tarball.part" . && mv "$tarball.part" "$tarball"
-fi
-chmod 0755 "$root" # mktemp's 0700 (kept in the tarball's ".") would keep the switchyard user out of /
+test_root_fill "$root"
 echo "   root ready after $(($(date +%s) - start)) s"
 in_root() { chroot "$root" "$@"; }
 mode_of() { in_root stat -c '%U:%G %a' "$1" 2>/dev/null || echo missing; }
