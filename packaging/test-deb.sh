@@ -28,17 +28,7 @@ for tool in debootstrap chroot curl dpkg-deb; do
     command -v "$tool" >/dev/null || { echo "test-deb.sh: needs $tool (apt-get install debootstrap curl)" >&2; exit 2; }
 done
 
-. "$here/test-root.sh" # suite, cache, mirror; test_root_fill
-start=$(date +%s)
-fails=0
-passes=0
-pass() { echo "PASS: $*"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { # check DESCRIPTION COMMAND...: PASS when the command succeeds
-    local what=$1
-    shift
-    if "$@" >/dev/null 2>&1; then pass "$what"; else fail "$what"; fi
-}
+. "$here/test-root.sh" # suite, cache, mirror; test_root_fill; pass, fail, check and their tally
 
 root=$(mktemp -d /var/tmp/switchyard-test-root.XXXXXX)
 gateway_pid=""

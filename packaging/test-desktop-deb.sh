@@ -33,18 +33,8 @@ for tool in debootstrap chroot dpkg-deb desktop-file-validate readelf objcopy ld
     command -v "$tool" >/dev/null || { echo "test-desktop-deb.sh: needs $tool (apt-get install debootstrap desktop-file-utils binutils python3)" >&2; exit 2; }
 done
 
-. "$here/test-root.sh" # suite, cache, mirror; test_root_fill
-start=$(date +%s)
-fails=0
-passes=0
-pass() { echo "PASS: $*"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$here/test-root.sh" # suite, cache, mirror; test_root_fill; pass, fail, check and their tally
 skip() { echo "SKIP: $*"; }
-check() { # check DESCRIPTION COMMAND...: PASS when the command succeeds
-    local what=$1
-    shift
-    if "$@" >/dev/null 2>&1; then pass "$what"; else fail "$what"; fi
-}
 
 work=$(mktemp -d /var/tmp/switchyard-desktop-test.XXXXXX)
 root="$work/root"

@@ -3,7 +3,19 @@
 # tarball, so both share one cache.
 # Reads SWITCHYARD_TEST_SUITE (default bookworm), SWITCHYARD_TEST_MIRROR (default: the machine's
 # apt source for the suite), SWITCHYARD_TEST_ROOT_CACHE (default /var/cache/switchyard-test-root).
-# Sets suite, cache and mirror (exits 2 when no mirror is found); defines test_root_fill DIR.
+# Sets suite, cache and mirror (exits 2 when no mirror is found); defines test_root_fill DIR,
+# and the tally both print: pass, fail, check DESCRIPTION COMMAND... (passes, fails, start).
+
+start=$(date +%s)
+fails=0
+passes=0
+pass() { echo "PASS: $*"; passes=$((passes + 1)); }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+check() { # check DESCRIPTION COMMAND...: PASS when the command succeeds
+    local what=$1
+    shift
+    if "$@" >/dev/null 2>&1; then pass "$what"; else fail "$what"; fi
+}
 
 test_root_me=$(basename "$0")
 suite=${SWITCHYARD_TEST_SUITE:-bookworm}

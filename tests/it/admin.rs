@@ -56,6 +56,17 @@ impl Admin<'_> {
     }
 }
 
+/// A chat request for `m` with the tester's key, answered.
+async fn chat_m(gw: &TestGateway) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", gw.url))
+        .bearer_auth(KEY)
+        .json(&chat_body("m", false))
+        .send()
+        .await
+        .unwrap()
+}
+
 async fn answer(gw: &TestGateway, key: &str, model: &str) -> (u16, String) {
     let response = reqwest::Client::new()
         .post(format!("{}/v1/chat/completions", gw.url))
@@ -412,13 +423,7 @@ async fn operators_switch_channel_selection_and_disable_sources_live_and_the_ans
     assert!(refused["error"]["message"].as_str().unwrap().contains("channel_selection"), "{refused}");
 
     // The answer names the source that served it.
-    let served = reqwest::Client::new()
-        .post(format!("{}/v1/chat/completions", gw.url))
-        .bearer_auth(KEY)
-        .json(&chat_body("m", false))
-        .send()
-        .await
-        .unwrap();
+    let served = chat_m(&gw).await;
     assert_eq!(served.headers()["x-switchyard-source"], "base");
 
     // A disabled source serves nothing and says so; enabled again, it serves.
@@ -587,13 +592,7 @@ async fn a_paused_gateway_refuses_v1_in_each_doors_format_and_resumes() {
 
     let (status, body) = admin.send(reqwest::Method::PUT, "/admin/api/serving", Some(json!({"paused": true}))).await;
     assert_eq!((status, body), (200, json!({"paused": true})));
-    let refused = reqwest::Client::new()
-        .post(format!("{}/v1/chat/completions", gw.url))
-        .bearer_auth(KEY)
-        .json(&chat_body("m", false))
-        .send()
-        .await
-        .unwrap();
+    let refused = chat_m(&gw).await;
     assert_eq!((refused.status().as_u16(), refused.headers()["retry-after"].to_str().unwrap()), (503, "30"));
     let error: Value = refused.json().await.unwrap();
     assert_eq!(error["error"]["code"], "serving_paused", "{error}");
