@@ -395,15 +395,17 @@ echo "   image context: $ctx ($(du -sh "$ctx" | cut -f1))"
 if [ "$image" = 1 ]; then
     say "container image"
     tag="localhost/switchyard:$version"
-    archive="$out/$name.oci.tar"
+    archive="$out/$name.image.tar"
     rm -f "$archive"
     if command -v podman >/dev/null; then
         # No registry is needed: FROM scratch, nothing pulled, no RUN step.
-        podman build --pull=never --layers=false --build-arg VERSION="$version" -t "$tag" -f "$ctx/Containerfile" "$ctx"
-        podman save --format oci-archive -o "$archive" "$tag"
+        # Docker's image format: the OCI one drops HEALTHCHECK. The archive loads with
+        # `docker load` and `podman load` alike.
+        podman build --pull=never --layers=false --format docker --build-arg VERSION="$version" -t "$tag" -f "$ctx/Containerfile" "$ctx"
+        podman save --format docker-archive -o "$archive" "$tag"
     elif command -v buildah >/dev/null; then
-        buildah build --pull=never --build-arg VERSION="$version" -t "$tag" -f "$ctx/Containerfile" "$ctx"
-        buildah push "$tag" "oci-archive:$archive:$tag"
+        buildah build --pull=never --format docker --build-arg VERSION="$version" -t "$tag" -f "$ctx/Containerfile" "$ctx"
+        buildah push "$tag" "docker-archive:$archive:$tag"
     else
         die "--image needs podman or buildah (apt-get install podman)"
     fi
