@@ -106,7 +106,8 @@ pub async fn build_with_clock(
         anyhow::bail!(
             "data_dir {} belongs to uid {owner}, and this runs as root: the files it would make there \
              (state.db, admin_token) would lock that user out\n    fix: run it as that user, e.g. \
-             `sudo -u switchyard switchyard check --config /etc/switchyard/config.yaml`",
+             `sudo -u switchyard switchyard check --config /etc/switchyard/config.yaml` (in a container: \
+             `--user 65532`)",
             data_dir.display()
         );
     }

@@ -114,7 +114,9 @@ pub fn to_generate_content(unified: &ChatRequest) -> Result<Value, AdapterError>
         let config = match choice {
             ToolChoice::None => json!({"mode": "NONE"}),
             ToolChoice::Required => json!({"mode": "ANY"}),
-            ToolChoice::Function(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+            ToolChoice::Function(Some(name)) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+            // A choice naming no function (`allowed_tools`, a custom tool): any of them.
+            ToolChoice::Function(None) => json!({"mode": "ANY"}),
             ToolChoice::Auto | ToolChoice::Unknown(_) => json!({"mode": "AUTO"}),
         };
         body.insert("toolConfig".into(), json!({"functionCallingConfig": config}));
@@ -193,5 +195,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(to_generate_content(&url).unwrap_err().kind, ErrorKind::Unsupported);
+        let unnamed = ChatRequest::parse(
+            r#"{"messages":[{"role":"user","content":"Hi"}],"tool_choice":{"type":"allowed_tools","allowed_tools":{}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            to_generate_content(&unnamed).unwrap()["toolConfig"],
+            json!({"functionCallingConfig": {"mode": "ANY"}})
+        );
     }
 }

@@ -119,7 +119,9 @@ pub fn to_responses(unified: &ChatRequest, model: &str) -> Result<Value, Adapter
                 ToolChoice::Auto => json!("auto"),
                 ToolChoice::None => json!("none"),
                 ToolChoice::Required => json!("required"),
-                ToolChoice::Function(name) => json!({"type": "function", "name": name}),
+                ToolChoice::Function(Some(name)) => json!({"type": "function", "name": name}),
+                // A choice naming no function: one of the tools, as the client required.
+                ToolChoice::Function(None) => json!("required"),
                 ToolChoice::Unknown(other) => other.clone(),
             };
             body.insert("tool_choice".into(), choice);
@@ -184,6 +186,10 @@ mod tests {
             json!([{"type": "function", "name": "w", "description": "weather", "parameters": {"type": "object"}}])
         );
         assert_eq!(body["tool_choice"], json!({"type": "function", "name": "w"}));
+        let mut unnamed = unified.clone();
+        unnamed["tool_choice"] = json!({"type": "allowed_tools", "allowed_tools": {"mode": "required"}});
+        let unnamed = to_responses(&ChatRequest::parse(&unnamed.to_string()).unwrap(), "gpt-5").unwrap();
+        assert_eq!(unnamed["tool_choice"], "required", "a choice naming no function is no `name: null`");
         assert_eq!((body["max_output_tokens"].as_u64(), body["store"].as_bool()), (Some(100), Some(false)));
         assert_eq!(body["reasoning"]["effort"], "low");
     }

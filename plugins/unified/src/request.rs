@@ -313,7 +313,7 @@ pub struct ToolDef {
 
 #[derive(Debug, Default, Deserialize, Serialize)]
 pub struct FunctionDef {
-    #[serde(default, deserialize_with = "text")]
+    #[serde(default, deserialize_with = "text", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<Value>,
