@@ -103,7 +103,10 @@ wmctrl -c Switchyard
 wait_for "! xdotool search --onlyvisible --name '^Switchyard\$' >/dev/null" 10 || fail "the window did not close"
 kill -0 "$app" || fail "the app exited when its window closed"
 curl -fsS "$base/health" > /dev/null || fail "not serving after the window closed"
-key=sk-switchyard-dev-key
+# The example's public development key is replaced by one of the user's own.
+! grep -q 'sk-switchyard-dev-key' "$data/config.yaml" || fail "the desktop serves the public development key"
+key=$(sed -n 's/^ *key: *\(sk-[A-Za-z0-9_-]*\).*/\1/p' "$data/config.yaml" | head -n 1)
+[ -n "$key" ] || fail "no client key in config.yaml"
 curl -fsS -H "Authorization: Bearer $key" "$base/v1/models" > /dev/null || fail "/v1 not serving"
 
 # 4. A second launch shows the first's window and exits.

@@ -159,7 +159,7 @@ By hand, as the .deb lays it out (Debian/Ubuntu: prefer the .deb, it does all of
   install -m 0640 -g switchyard config.example.yaml /etc/switchyard/config.yaml   # set data_dir: /var/lib/switchyard
   install -d -m 0700 -o switchyard -g switchyard /var/lib/switchyard
   install -m 0644 switchyard.service /etc/systemd/system/ && systemctl daemon-reload && systemctl enable --now switchyard
-Needs glibc >= ${glibc_min:-none (static)}, and a CA bundle (/etc/ssl/certs/ca-certificates.crt) to start.
+Needs glibc >= ${glibc_min:-none (static)}; trusts the system's CA bundle (/etc/ssl/certs/ca-certificates.crt), or the Mozilla roots built in when there is none.
 License: Apache-2.0.
 EOF
 }
@@ -377,10 +377,10 @@ mkdir -p "$ctx/rootfs/usr/bin" "$ctx/rootfs/etc/switchyard" "$ctx/rootfs/etc/ssl
 install -m 0755 "$stripped" "$ctx/rootfs/usr/bin/switchyard"
 install -m 0644 "$here/container/config.yaml" "$ctx/rootfs/etc/switchyard/config.yaml"
 ca=/etc/ssl/certs/ca-certificates.crt
-[ -s "$ca" ] || die "no CA bundle at $ca (apt-get install ca-certificates): the gateway does not start without one"
+[ -s "$ca" ] || die "no CA bundle at $ca to put in the image (apt-get install ca-certificates)"
 install -m 0644 "$ca" "$ctx/rootfs/etc/ssl/certs/ca-certificates.crt"
 # The shared libraries ldd lists (none for a static build), at the paths the loader looks in.
-ldd "$stripped" 2>/dev/null | grep -oE '/[^ ]+' | sort -u | while read -r lib; do
+{ ldd "$stripped" 2>/dev/null || true; } | { grep -oE '/[^ ]+' || true; } | sort -u | while read -r lib; do
     install -D -m 0755 "$(readlink -f "$lib")" "$ctx/rootfs$lib"
 done
 printf 'root:x:0:0:root:/root:/sbin/nologin\nswitchyard:x:65532:65532:switchyard:/data:/sbin/nologin\n' > "$ctx/rootfs/etc/passwd"

@@ -12,7 +12,7 @@ Needs python3; installs kubernetes-validate and the hash-pinned helm-python-sdk
 `kubectl kustomize` would apply it; without (Debian has no kubectl), its manifests are checked as
 written, the ConfigMap made from config.yaml as the generator would.
 Environment:
-  SWITCHYARD_K8S_VENV   the venv (default: /tmp/switchyard-k8s-venv; kept, so later runs are quick)
+  SWITCHYARD_K8S_VENV   the venv (default: target/k8s-venv; kept, so later runs are quick)
   SWITCHYARD_BINARY     the gateway for `switchyard check` (default: target/packages/switchyard,
                         else target/release/switchyard)
   KUBE_VERSION          schema version (default: 1.32.0)
@@ -22,7 +22,8 @@ case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
-venv=${SWITCHYARD_K8S_VENV:-/tmp/switchyard-k8s-venv}
+# In the repository's target/ (not a guessable /tmp path another user could plant first).
+venv=${SWITCHYARD_K8S_VENV:-$repo/target/k8s-venv}
 kube=${KUBE_VERSION:-1.32.0}
 binary=${SWITCHYARD_BINARY:-}
 if [ -z "$binary" ]; then

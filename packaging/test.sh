@@ -12,6 +12,9 @@ step() { echo "== $* ($((SECONDS - started)) s)"; }
 step "release build: the gateway and the desktop app"
 cargo build --release -p switchyard -p switchyard-desktop
 
+step "the desktop crate's unit tests (its release dependencies, already built)"
+cargo test --release -p switchyard-desktop
+
 step "the desktop app under Xvfb"
 desktop/xvfb-test.sh target/release/switchyard-desktop
 

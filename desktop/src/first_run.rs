@@ -15,13 +15,16 @@ pub struct Template {
 
 /// Where a template's new client key goes.
 const CLIENT_KEY: &str = "{{CLIENT_KEY}}";
+/// The example's key: public (it is in the repository), so the desktop never serves it — any
+/// local user or a page rebinding its name to 127.0.0.1 could spend the user's upstream credit.
+const EXAMPLE_KEY: &str = "${SWITCHYARD_KEY:-sk-switchyard-dev-key}";
 
 pub const TEMPLATES: &[Template] = &[
     Template {
         id: "example",
         title: "The example config",
         about: "OpenAI (its key from OPENAI_API_KEY, or added later in the WebUI) and a local Ollama, \
-                with the example's development key: what the README starts with.",
+                as the README starts with, and a client key of your own.",
         text: include_str!("../../config.example.yaml"),
     },
     Template {
@@ -55,7 +58,7 @@ pub fn write(paths: &Paths, id: &str) -> anyhow::Result<()> {
         "# Written by Switchyard desktop at its first run, from \"{}\". Edit it while the app is stopped;\n\
          # what the WebUI changes goes to data/runtime.yaml.\n{}",
         template.title,
-        template.text.replace(CLIENT_KEY, &new_client_key())
+        template.text.replace(EXAMPLE_KEY, CLIENT_KEY).replace(CLIENT_KEY, &new_client_key())
     );
     let file = paths.config();
     data_dir::create_private(&file, text).map_err(|e| anyhow!("{e:#} (a config is there already?)"))?;

@@ -26,7 +26,13 @@ pub struct Running {
 pub async fn start(config_file: &Path) -> anyhow::Result<Running> {
     let mut config = switchyard::startup::load_config(config_file).map_err(|e| anyhow!("{e}"))?;
     let listen = free_loopback(config.settings().listen);
-    config.update_settings(|settings| settings.listen = listen);
+    config.update_settings(|settings| {
+        settings.listen = listen;
+        // A scrape address of its own serves /metrics without a token: on loopback too.
+        if let Some(metrics) = settings.metrics.listen.as_mut() {
+            metrics.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+    });
     let (stop, stopped) = oneshot::channel::<()>();
     let shutdown = async move {
         let _ = stopped.await;

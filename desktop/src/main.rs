@@ -226,10 +226,13 @@ pub fn launch(app: &AppHandle) {
 }
 
 /// Another launch of the app, handed over by the single-instance plugin: it shows the window,
-/// or, asked to (`--self-test-actions`), runs the tray's actions here.
+/// or, asked to (`--self-test-actions`) when this instance runs `--self-test`, runs the tray's
+/// actions here.
 fn second_launch(app: &AppHandle, argv: Vec<String>) {
     let asked = Cli::try_parse_from(argv).unwrap_or_default();
-    if asked.self_test_actions {
+    // Only an app started for a test obeys: any process of the user's could send the flag, and
+    // the actions quit the app, make a key and fill the clipboard.
+    if asked.self_test_actions && desktop(app).cli.self_test {
         tracing::info!("launched again with --self-test-actions: running them in this instance");
         selftest::run_actions(app.clone());
         return;

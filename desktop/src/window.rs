@@ -81,8 +81,9 @@ pub fn open_main(app: &AppHandle, running: &Running, paths: &Paths, visible: boo
     Ok(())
 }
 
+/// Compared as origins, not strings (`http://h:80` and `http://h` are one origin).
 fn same_origin(url: &Url, origin: &str) -> bool {
-    url.origin().ascii_serialization() == origin
+    Url::parse(origin).is_ok_and(|origin| origin.origin() == url.origin())
 }
 
 /// Shows one of the app's pages (`path` on `switchyard://localhost`): in its window if open,
