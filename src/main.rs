@@ -289,7 +289,7 @@ async fn serve(config: switchyard::config::LoadedConfig) -> ExitCode {
 /// Where the operator logs in: the WebUI's address and where the admin token is (the token
 /// itself never goes to the log).
 fn announce_webui(token: &AdminToken, addr: std::net::SocketAddr) {
-    let host = if addr.ip().is_unspecified() { format!("127.0.0.1:{}", addr.port()) } else { addr.to_string() };
+    let host = loopback(addr);
     match token {
         AdminToken::Stored(_, file) => {
             tracing::info!("WebUI: http://{host}/ui/ (log in with the admin token in {})", file.display())
