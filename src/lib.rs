@@ -9,6 +9,7 @@ pub mod http_client;
 pub mod logging;
 pub mod logsafe;
 pub mod plugin;
+pub mod pricing;
 pub mod private_fs;
 pub mod provider;
 pub mod router;

@@ -215,6 +215,16 @@ async fn check(config: switchyard::config::LoadedConfig) -> ExitCode {
             let mut adapters: Vec<String> = gateway.plugins.names();
             adapters.sort();
             println!("config OK: {sources} sources, {keys} keys, adapters: {}", adapters.join(", "));
+            // Not an error (a model may be new, or served by a reseller at its own price), but
+            // never a silent $0: each is named with the fix.
+            let runtime = gateway.runtime();
+            if gateway.settings.pricing.costs {
+                for model in runtime.prices.unpriced(&runtime.config) {
+                    println!(
+                        "warning: {model} has no price: its cost is logged as unknown, and budgets cannot count it (fix: add it under `prices:`, see docs/costs.md)"
+                    );
+                }
+            }
             if report.warnings.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
         }
         Err(e) => {

@@ -52,6 +52,13 @@ pub async fn start(
     return_freed_memory();
     shrink_idle_pools(&gateway);
     let runtime = gateway.runtime();
+    let unpriced = runtime.prices.unpriced(&runtime.config);
+    if gateway.settings.pricing.costs && !unpriced.is_empty() {
+        tracing::warn!(
+            models = %crate::logsafe::Escaped(&unpriced.join(", ")),
+            "models without a price: their cost is logged as unknown (add them under `prices:`, docs/costs.md)"
+        );
+    }
     if runtime.config.keys.is_empty() && runtime.config.runtime_keys.is_empty() {
         tracing::warn!("no gateway keys are configured: every /v1 request will be refused (add keys: to the config)");
     }

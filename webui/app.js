@@ -13,6 +13,7 @@ const PAGES = [
   { id: 'priority', label: 'Priority', icon: '≡' },
   { id: 'routes', label: 'Routes', icon: '⤳' },
   { id: 'keys', label: 'Keys', icon: '◎' },
+  { id: 'spend', label: 'Spend', icon: '$' },
   { id: 'logs', label: 'Logs', icon: '☰' },
   { id: 'playground', label: 'Playground', icon: '▷' },
   { id: 'operations', label: 'Operations', icon: '⚙' },

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-pub use rules::{Alerts, FLAP_SPAN, FLAP_WINDOWS, KeyView, MUTE, SlotView};
+pub use rules::{Alerts, BUDGET_LEVELS, BudgetView, FLAP_SPAN, FLAP_WINDOWS, KeyView, MUTE, SlotView};
 
 use crate::server::{Gateway, InProcess};
 
@@ -37,6 +37,7 @@ impl Watch {
         let now = self.gateway.scheduler.now();
         let slots = self.admin.get("/health").await.map(|h| slot_views(&h)).unwrap_or_default();
         let keys = self.admin.get("/keys").await.map(|k| key_views(&k)).unwrap_or_default();
+        let budgets = self.admin.get("/budgets").await.map(|b| budget_views(&b)).unwrap_or_default();
         let notices = {
             let mut seen = self.notices_seen.lock().unwrap_or_else(|p| p.into_inner());
             let (notices, next) = self.gateway.notices.since(*seen);
@@ -47,6 +48,7 @@ impl Watch {
         let mut messages = alerts.on_health(now, &slots);
         messages.extend(alerts.on_failures(now, &notices));
         messages.extend(alerts.on_keys(&keys));
+        messages.extend(alerts.on_budgets(&budgets));
         messages
     }
 }
@@ -75,4 +77,17 @@ fn key_views(keys: &Value) -> Vec<KeyView> {
             quota: k["token_quota"].as_u64(),
         })
         .collect()
+}
+
+fn budget_views(budgets: &Value) -> Vec<BudgetView> {
+    let view = |kind: &str, field: &str, b: &Value| BudgetView {
+        account: format!("{kind} {}", b[field].as_str().unwrap_or_default()),
+        percent: b["percent"].as_u64().unwrap_or(0),
+        spent_usd: b["spent_usd"].as_str().unwrap_or_default().to_string(),
+        usd: b["usd"].as_str().unwrap_or_default().to_string(),
+        period: b["period"].as_str().unwrap_or_default().to_string(),
+    };
+    let keys = budgets["keys"].as_array().into_iter().flatten().map(|b| view("key", "key", b));
+    let groups = budgets["groups"].as_array().into_iter().flatten().map(|b| view("group", "group", b));
+    keys.chain(groups).collect()
 }

@@ -1,6 +1,6 @@
 //! Deciding what to alert on, from what the gateway shows at each look (pure, on the caller's
 //! clock): a source entering cooldown again and again, a model no source could serve, a key
-//! past 80 % or 100 % of its quota. Grouped and muted, so a flapping source sends one message.
+//! past 80 % or 100 % of its quota, a key or group past 50, 80 or 100 % of its budget. Grouped and muted, so a flapping source sends one message.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
@@ -33,6 +33,20 @@ pub struct KeyView {
     pub quota: Option<u64>,
 }
 
+/// One budget as `GET /admin/api/budgets` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetView {
+    /// `key NAME` or `group NAME`.
+    pub account: String,
+    pub percent: u64,
+    pub spent_usd: String,
+    pub usd: String,
+    pub period: String,
+}
+
+/// The shares of a budget that alert, each once per window.
+pub const BUDGET_LEVELS: [u64; 3] = [50, 80, 100];
+
 #[derive(Default)]
 pub struct Alerts {
     /// Cooldown windows already counted: (source, model, window start).
@@ -43,6 +57,8 @@ pub struct Alerts {
     muted_models: HashMap<String, UnixMs>,
     /// The quota level (0, 80, 100) last alerted per key.
     key_levels: HashMap<String, u8>,
+    /// The budget level (0, 50, 80, 100) last alerted per account.
+    budget_levels: HashMap<String, u64>,
 }
 
 impl Alerts {
@@ -134,6 +150,29 @@ impl Alerts {
     }
 }
 
+impl Alerts {
+    /// A message for each budget that crossed a higher level of [`BUDGET_LEVELS`] since the
+    /// last look (once per level and window: a budget back under a level alerts again).
+    pub fn on_budgets(&mut self, budgets: &[BudgetView]) -> Vec<String> {
+        let mut out = Vec::new();
+        for b in budgets {
+            let level = BUDGET_LEVELS.iter().rev().copied().find(|l| b.percent >= *l).unwrap_or(0);
+            let last = self.budget_levels.insert(b.account.clone(), level).unwrap_or(0);
+            if level > last {
+                out.push(format!(
+                    "💰 {} has spent ${} of its ${} budget per {} ({level} %){}",
+                    b.account,
+                    b.spent_usd,
+                    b.usd,
+                    b.period,
+                    if level >= 100 { ": further requests are refused until its window resets" } else { "" }
+                ));
+            }
+        }
+        out
+    }
+}
+
 fn muted(map: &HashMap<String, UnixMs>, name: &str, now: UnixMs) -> bool {
     map.get(name).is_some_and(|until| now < *until)
 }
@@ -202,6 +241,20 @@ mod tests {
         assert!(alerts.on_keys(&[key(1200)])[0].contains("(100 %)"));
         assert!(alerts.on_keys(&[key(1300)]).is_empty());
         assert!(alerts.on_keys(&[key(10)]).is_empty(), "a new window");
+        let budget = |percent| BudgetView {
+            account: "key team".into(),
+            percent,
+            spent_usd: "4".into(),
+            usd: "8".into(),
+            period: "day".into(),
+        };
+        assert!(alerts.on_budgets(&[budget(49)]).is_empty());
+        assert!(alerts.on_budgets(&[budget(55)])[0].contains("(50 %)"));
+        assert!(alerts.on_budgets(&[budget(60)]).is_empty(), "once per level");
+        let crossed = alerts.on_budgets(&[budget(101)]);
+        assert!(crossed.len() == 1 && crossed[0].contains("(100 %): further requests are refused"), "{crossed:?}");
+        assert!(alerts.on_budgets(&[budget(3)]).is_empty(), "a new window");
+        assert_eq!(alerts.on_budgets(&[budget(85)]).len(), 1, "and 80 % again in it");
         assert_eq!(alerts.on_keys(&[key(850)]).len(), 1, "and 80 % again in it");
         assert!(alerts.on_keys(&[KeyView { name: "free".into(), used: 5, quota: None }]).is_empty());
     }

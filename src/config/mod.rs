@@ -5,6 +5,7 @@ mod env;
 mod error;
 mod load;
 mod locate;
+mod prices;
 mod routes;
 mod runtime;
 mod values;
@@ -21,12 +22,13 @@ pub use crate::domain::{AdapterName, ChannelSelection, GroupName, KeyName, Secre
 pub use env::expand as expand_env;
 pub use error::{ConfigError, FieldError};
 pub use load::{LoadedConfig, load, load_runtime_str, load_str, with_runtime};
+pub use prices::{GroupBudget, PriceOverride, PricingConfig, TierConfig};
 pub use routes::{FusionConfig, FusionStrategy, RouteConfig, RouteMode, RouteProvider, VisionConfig, VisionFallback};
 pub use runtime::{AutoChains, ChainSlot, RuntimeFile, RuntimeKey, SlotConfig, SourceTemplate, merge};
 pub use values::{BaseUrl, InRange, MAX_SECONDS, Ratio, Seconds, WaitSeconds, WholeSeconds};
 
 use crate::domain::{
-    AdapterGrant, AffinityPolicy, CooldownPolicy, Period, PeriodName, Quota, SandboxLimits, ScoringPolicy,
+    AdapterGrant, AffinityPolicy, Budget, CooldownPolicy, Period, PeriodName, Quota, SandboxLimits, ScoringPolicy,
 };
 
 /// What only a restart changes: addresses, directories, limits, policies and integrations.
@@ -71,6 +73,8 @@ pub struct Settings {
     pub telegram: Option<TelegramConfig>,
     /// Replicas sharing their state through Redis; each process alone when left out.
     pub shared_state: Option<SharedStateConfig>,
+    /// Where prices come from, and whether costs and budgets are kept.
+    pub pricing: PricingConfig,
 }
 
 /// The configuration in use: the settings, and the catalog the admin API, the WebUI and the
@@ -89,6 +93,10 @@ pub struct Config {
     pub runtime_keys: Vec<RuntimeKey>,
     /// Templates for new sources.
     pub source_templates: Vec<SourceTemplate>,
+    /// Prices the operator set (config.yaml's, then the runtime file's).
+    pub prices: Vec<PriceOverride>,
+    /// USD budgets of route groups.
+    pub budgets: Vec<GroupBudget>,
 }
 
 /// `body_limit_mb` when the config leaves it out.
@@ -487,6 +495,9 @@ pub struct KeyConfig {
     pub period: PeriodName,
     #[serde(default)]
     pub hours: Option<u32>,
+    /// USD this key may spend per period; unset = no limit.
+    #[serde(default)]
+    pub budget: Option<Budget>,
 }
 
 impl KeyConfig {

@@ -7,8 +7,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ChannelSelection, Config, GroupName, KeyConfig, KeyName, RouteConfig, Secret, SourceConfig, SourceName};
-use crate::domain::{PeriodName, Quota};
+use super::{
+    ChannelSelection, Config, GroupName, KeyConfig, KeyName, PriceOverride, RouteConfig, Secret, SourceConfig,
+    SourceName,
+};
+use crate::domain::{Budget, PeriodName, Quota};
 
 /// One AUTO slot as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -90,6 +93,8 @@ pub struct RuntimeKey {
     pub hours: Option<u32>,
     #[serde(default)]
     pub created_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
 }
 
 impl RuntimeKey {
@@ -102,6 +107,7 @@ impl RuntimeKey {
             token_quota: self.token_quota,
             period: self.period,
             hours: self.hours,
+            budget: self.budget,
         }
     }
 }
@@ -136,9 +142,15 @@ pub struct RuntimeFile {
     /// Model scopes of base keys, changed at run time.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub key_scopes: BTreeMap<KeyName, Vec<String>>,
+    /// Budgets of base keys, set (or lifted: `null`) at run time.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub key_budgets: BTreeMap<KeyName, Option<Budget>>,
     /// config.yaml's `channel_selection`, changed at run time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel_selection: Option<ChannelSelection>,
+    /// Prices set at run time; one for the same source and model replaces config.yaml's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prices: Vec<PriceOverride>,
 }
 
 /// config.yaml's sources, routes and keys with the runtime file's on top, by name. (The AUTO
@@ -153,13 +165,20 @@ pub fn merge(base: &Config, rf: &RuntimeFile) -> Config {
     config.routes = overlay(base.routes.iter().filter(|r| !rf.deleted_routes.contains(&r.id())), &rf.routes, |a, b| {
         a.group == b.group && a.alias == b.alias
     });
+    config.prices = overlay(base.prices.iter(), &rf.prices, |a, b| a.source == b.source && a.model == b.model);
     config.keys = base
         .keys
         .iter()
         .filter(|k| !rf.deleted_keys.contains(&k.name) && !rf.keys.iter().any(|r| r.name == k.name))
-        .map(|k| match rf.key_scopes.get(&k.name) {
-            Some(models) => KeyConfig { models: models.clone(), ..k.clone() },
-            None => k.clone(),
+        .map(|k| {
+            let mut k = k.clone();
+            if let Some(models) = rf.key_scopes.get(&k.name) {
+                k.models = models.clone();
+            }
+            if let Some(budget) = rf.key_budgets.get(&k.name) {
+                k.budget = *budget;
+            }
+            k
         })
         .collect();
     config

@@ -1,16 +1,20 @@
-//! The bottom floor: plain types and policies every other module shares (names, time, quota
-//! periods, slots, the scheduler's policies, what a failure means, sandbox limits). It imports nothing of ours.
+//! The bottom floor: plain types and policies every other module shares (names, time, money,
+//! quota periods, slots, the scheduler's policies, what a failure means, sandbox limits). It imports nothing of ours.
 
+mod account;
 mod clock;
 mod failure;
+mod money;
 mod names;
 mod period;
 mod policy;
 mod sandbox;
 mod slot;
 
+pub use account::{Account, Budget};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMs};
 pub use failure::{Disposition, ErrorType, Failure, FailureKind, Verdict};
+pub use money::{Change, Cost, Counts, MoneyError, PerMillion, Price, Rates, Tier, Usd};
 pub use names::{
     AdapterName, GroupName, KeyName, MAX_MODEL_NAME_BYTES, Secret, SourceName, expose_secret,
     listed_model_name_problem, mask,

@@ -1,5 +1,5 @@
-//! Token quotas per AUTO slot: which period window a moment falls in (hour, week, month,
-//! every n hours, all in UTC) and how many tokens a slot has used in its current window.
+//! Quota and budget periods: which window a moment falls in (hour, day, week, month, every n
+//! hours, all in UTC) and how much (tokens, or pico-dollars) was used in the current window.
 
 use chrono::{DateTime, Datelike, Months, NaiveDate, TimeZone, Utc};
 use serde::Deserialize;
@@ -17,6 +17,8 @@ pub enum Period {
     Never,
     /// At the top of every UTC hour.
     Hour,
+    /// Every day at 00:00 UTC.
+    Day,
     /// Every Monday 00:00 UTC.
     Week,
     /// The 1st of every month, 00:00 UTC.
@@ -40,6 +42,7 @@ pub enum PeriodName {
     #[serde(rename = "")]
     Never,
     Hour,
+    Day,
     Week,
     Month,
     Nhour,
@@ -51,6 +54,7 @@ impl Period {
         Some(match name {
             PeriodName::Never => Period::Never,
             PeriodName::Hour => Period::Hour,
+            PeriodName::Day => Period::Day,
             PeriodName::Week => Period::Week,
             PeriodName::Month => Period::Month,
             PeriodName::Nhour => Period::Hours(hours.filter(|h| *h > 0)?),
@@ -65,6 +69,10 @@ impl Period {
             Period::Hour => {
                 let start = floor(HOUR_MS);
                 (start, Some(UnixMs(start.0 + HOUR_MS)))
+            }
+            Period::Day => {
+                let start = floor(DAY_MS);
+                (start, Some(UnixMs(start.0 + DAY_MS)))
             }
             Period::Hours(n) => {
                 let step = HOUR_MS * n as u64;
@@ -92,6 +100,7 @@ impl std::fmt::Display for Period {
         match self {
             Period::Never => f.write_str("never"),
             Period::Hour => f.write_str("hour"),
+            Period::Day => f.write_str("day"),
             Period::Week => f.write_str("week"),
             Period::Month => f.write_str("month"),
             Period::Hours(n) => write!(f, "nhour:{n}"),
@@ -120,6 +129,7 @@ impl std::str::FromStr for Period {
         Ok(match s {
             "never" => Period::Never,
             "hour" => Period::Hour,
+            "day" => Period::Day,
             "week" => Period::Week,
             "month" => Period::Month,
             _ => match s.strip_prefix("nhour:").and_then(|n| n.parse().ok()) {
@@ -170,6 +180,7 @@ mod tests {
     fn windows_align_to_utc_hours_weeks_months_and_n_hours() {
         let now = at("2026-12-03T07:41:09Z"); // a Thursday
         assert_eq!(Period::Hour.window(now), (at("2026-12-03T07:00:00Z"), Some(at("2026-12-03T08:00:00Z"))));
+        assert_eq!(Period::Day.window(now), (at("2026-12-03T00:00:00Z"), Some(at("2026-12-04T00:00:00Z"))));
         assert_eq!(Period::Week.window(now), (at("2026-11-30T00:00:00Z"), Some(at("2026-12-07T00:00:00Z"))));
         assert_eq!(Period::Month.window(now), (at("2026-12-01T00:00:00Z"), Some(at("2027-01-01T00:00:00Z"))));
         assert_eq!(Period::Hours(6).window(now), (at("2026-12-03T06:00:00Z"), Some(at("2026-12-03T12:00:00Z"))));
@@ -199,7 +210,7 @@ mod tests {
 
     #[test]
     fn periods_print_and_parse_back() {
-        for p in [Period::Never, Period::Hour, Period::Week, Period::Month, Period::Hours(5)] {
+        for p in [Period::Never, Period::Hour, Period::Day, Period::Week, Period::Month, Period::Hours(5)] {
             assert_eq!(p.to_string().parse::<Period>(), Ok(p));
         }
         assert!("nhour:0".parse::<Period>().is_err());

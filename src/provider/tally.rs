@@ -15,6 +15,10 @@ pub struct Tally {
     pub completion_tokens: u64,
     /// Prompt tokens served from the upstream's cache, when it says.
     pub cached_tokens: Option<u64>,
+    /// Prompt tokens written to the upstream's cache (Anthropic's cache writes), when it says.
+    pub cache_write_tokens: Option<u64>,
+    /// Images generated (an image model's answer; the door that knows counts them).
+    pub images: u64,
     total_tokens: Option<u64>,
     /// Which counts the upstream reported (a number; `null` or absent is not a report): the
     /// others are estimated, never taken as 0.
@@ -112,8 +116,13 @@ impl Tally {
         if usage.total_tokens.is_some() {
             self.total_tokens = usage.total_tokens;
         }
-        if let Some(cached) = usage.prompt_tokens_details.and_then(|d| d.cached_tokens) {
-            self.cached_tokens = Some(cached);
+        if let Some(details) = usage.prompt_tokens_details {
+            if let Some(cached) = details.cached_tokens {
+                self.cached_tokens = Some(cached);
+            }
+            if let Some(written) = details.cache_creation_tokens {
+                self.cache_write_tokens = Some(written);
+            }
         }
     }
 

@@ -17,11 +17,11 @@ pub use persist::{Loaded, Persist, StateChange};
 pub use score::{Stats, score};
 
 pub use crate::domain::{
-    AffinityPolicy, Clock, CooldownPolicy, Failure, ManualClock, Period, PeriodName, Quota, ScoringPolicy, SlotKey,
-    SystemClock, UnixMs, Usage,
+    Account, AffinityPolicy, Clock, CooldownPolicy, Failure, ManualClock, Period, PeriodName, Quota, ScoringPolicy,
+    SlotKey, SystemClock, UnixMs, Usage,
 };
 
-use crate::config::{ChannelSelection, Config, KeyName, SourceName};
+use crate::config::{ChannelSelection, Config, SourceName};
 use crate::router::{Planned, Resolved};
 
 /// Token use of one slot in one kind of period window.
@@ -64,8 +64,8 @@ pub struct Plan<'a> {
     pub affinity_hit: bool,
 }
 
-/// A key's quota has no room for another call: tokens used in its window, and those set
-/// aside by its calls in flight.
+/// An account (a key's token quota or budget, a group's budget) has no room for another
+/// call: what was used in its window, and what its calls in flight set aside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeySpent {
     pub used: u64,
@@ -107,9 +107,9 @@ struct Inner {
     stats: HashMap<SlotKey, Stats>,
     affinity: AffinityTable,
     usage: HashMap<QuotaKey, Usage>,
-    key_usage: HashMap<(KeyName, Period), Usage>,
-    /// Tokens set aside for each key's calls in flight (not persisted: they end with the process).
-    key_reserved: HashMap<KeyName, u64>,
+    key_usage: HashMap<(Account, Period), Usage>,
+    /// What each account's calls in flight set aside (not persisted: they end with the process).
+    key_reserved: HashMap<Account, u64>,
     rpm: HashMap<SourceName, rpm::RpmWindow>,
     binds_since_prune: u32,
     /// The other replicas' part of each quota window and rpm minute (`shared_state`), as the
@@ -120,7 +120,7 @@ struct Inner {
 #[derive(Default)]
 struct Others {
     usage: HashMap<QuotaKey, Usage>,
-    key_usage: HashMap<(KeyName, Period), Usage>,
+    key_usage: HashMap<(Account, Period), Usage>,
     rpm: HashMap<SourceName, u32>,
 }
 
@@ -131,8 +131,8 @@ impl Inner {
         own.saturating_add(self.others.usage.get(quota).map_or(0, |u| u.used(quota.period, now)))
     }
 
-    /// Tokens a gateway key used in `period`'s current window, by every replica.
-    fn key_used(&self, key: &KeyName, period: Period, now: UnixMs) -> u64 {
+    /// What an account used in `period`'s current window, by every replica.
+    fn key_used(&self, key: &Account, period: Period, now: UnixMs) -> u64 {
         let id = (key.clone(), period);
         let own = self.key_usage.get(&id).map_or(0, |u| u.used(period, now));
         own.saturating_add(self.others.key_usage.get(&id).map_or(0, |u| u.used(period, now)))
@@ -378,29 +378,29 @@ impl Scheduler {
         self.keep(inner, changes);
     }
 
-    /// Tokens gateway key `key` has used in the current `period` window.
-    pub fn key_used(&self, key: &KeyName, period: Period) -> u64 {
+    /// What account `key` has used in the current `period` window (tokens, or pico-dollars).
+    pub fn key_used(&self, key: &Account, period: Period) -> u64 {
         let now = self.clock.now();
         self.lock().key_used(key, period, now)
     }
 
-    /// Admits another call for `key` when its used tokens plus those its calls in flight set
-    /// aside stay under `quota`, and sets `tokens` aside for it. A key can so overrun its quota
-    /// by at most one call's worth, however many run at once.
-    pub fn reserve_key(&self, key: &KeyName, quota: Quota, tokens: u64) -> Result<(), KeySpent> {
+    /// Admits another call charged to `key` when what it used plus what its calls in flight
+    /// set aside stay under `limit` per `period`, and sets `amount` aside for it. An account
+    /// can so overrun its limit by at most one call's worth, however many run at once.
+    pub fn reserve_key(&self, key: &Account, period: Period, limit: u64, amount: u64) -> Result<(), KeySpent> {
         let now = self.clock.now();
         let mut inner = self.lock();
-        let used = inner.key_used(key, quota.period, now);
+        let used = inner.key_used(key, period, now);
         let reserved = inner.key_reserved.entry(key.clone()).or_default();
-        if used.saturating_add(*reserved) >= quota.tokens {
+        if used.saturating_add(*reserved) >= limit {
             return Err(KeySpent { used, reserved: *reserved });
         }
-        *reserved = reserved.saturating_add(tokens);
+        *reserved = reserved.saturating_add(amount);
         Ok(())
     }
 
     /// Gives back what [`Scheduler::reserve_key`] set aside.
-    pub fn release_key(&self, key: &KeyName, tokens: u64) {
+    pub fn release_key(&self, key: &Account, tokens: u64) {
         let mut inner = self.lock();
         if let Some(reserved) = inner.key_reserved.get_mut(key) {
             *reserved = reserved.saturating_sub(tokens);
@@ -410,8 +410,8 @@ impl Scheduler {
         }
     }
 
-    /// Counts `tokens` against gateway key `key`'s quota window.
-    pub fn add_key_usage(&self, key: &KeyName, period: Period, tokens: u64) {
+    /// Counts `tokens` (or pico-dollars) against account `key`'s `period` window.
+    pub fn add_key_usage(&self, key: &Account, period: Period, tokens: u64) {
         let now = self.clock.now();
         let mut inner = self.lock();
         let usage = inner.key_usage.entry((key.clone(), period)).or_default();
@@ -489,8 +489,8 @@ impl Scheduler {
         self.lock().others.usage.insert(QuotaKey { slot: slot.clone(), period }, others);
     }
 
-    /// The other replicas' tokens in a gateway key's quota window (`shared_state`).
-    pub fn set_shared_key_usage(&self, key: &KeyName, period: Period, others: Usage) {
+    /// What the other replicas counted in an account's window (`shared_state`).
+    pub fn set_shared_key_usage(&self, key: &Account, period: Period, others: Usage) {
         self.lock().others.key_usage.insert((key.clone(), period), others);
     }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::{Binding, QuotaKey, SlotHealth, Stats};
-use crate::domain::{KeyName, Period, SlotKey, UnixMs, Usage};
+use crate::domain::{Account, Period, SlotKey, UnixMs, Usage};
 
 /// One change to keep, as a whole value (the store writes the latest it was given).
 #[derive(Debug, Clone, PartialEq)]
@@ -14,7 +14,7 @@ pub enum StateChange {
     /// A slot's scorer statistics; `None`: forgotten.
     Stats(SlotKey, Option<Stats>),
     Usage(QuotaKey, Usage),
-    KeyUsage(KeyName, Period, Usage),
+    KeyUsage(Account, Period, Usage),
     /// A conversation fingerprint bound to a slot at a moment.
     Bind(String, SlotKey, UnixMs),
     /// Every binding, or those to one source, dropped.
@@ -30,7 +30,7 @@ pub struct Loaded {
     pub stats: HashMap<SlotKey, Stats>,
     pub bindings: Vec<(String, Binding)>,
     pub usage: HashMap<QuotaKey, Usage>,
-    pub key_usage: HashMap<(KeyName, Period), Usage>,
+    pub key_usage: HashMap<(Account, Period), Usage>,
 }
 
 /// Where the scheduler keeps its state. `keep` is called in the order the changes were made

@@ -1,5 +1,6 @@
-//! A gateway key's token quota at the door of every call (the client's and each one the
-//! gateway makes on its behalf): refused once spent, tokens set aside while calls run.
+//! A gateway key's token quota and budgets (its own, its group's) at the door of every call
+//! (the client's and each one the gateway makes on its behalf): refused once spent, tokens and
+//! the call's worst-case cost set aside while it runs.
 
 use std::sync::Arc;
 
@@ -8,49 +9,120 @@ use axum::http::StatusCode;
 use super::Gateway;
 use super::auth::KeyEntry;
 use super::error::{ApiError, ErrorType};
+use crate::domain::{Account, Budget, Usd};
+use crate::scheduler::KeySpent;
 
 /// Completion tokens set aside for a call that names no `max_tokens`: the books learn the
 /// real figure when it ends; until then parallel calls cannot all slip under the quota.
 pub const DEFAULT_COMPLETION_RESERVE: u64 = 1024;
 
-/// Tokens set aside for one call in flight; given back when dropped (its books have counted
-/// the real tokens by then).
+/// What one call set aside (tokens, pico-dollars) on each account it is charged to; given
+/// back when dropped (its books have counted what it really used by then).
 pub struct Reservation {
-    held: Option<(Arc<Gateway>, crate::config::KeyName, u64)>,
+    gw: Option<Arc<Gateway>>,
+    held: Vec<(Account, u64)>,
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        if let Some((gw, key, tokens)) = self.held.take() {
-            gw.scheduler.release_key(&key, tokens);
+        if let Some(gw) = &self.gw {
+            for (account, amount) in self.held.drain(..) {
+                gw.scheduler.release_key(&account, amount);
+            }
         }
     }
 }
 
-/// Admits one call of `key` with request `unified`, setting aside its estimated tokens; a key
-/// whose quota is spent (counting what its calls in flight set aside) gets 429.
-pub fn admit(gw: &Arc<Gateway>, key: &KeyEntry, unified: &str, prompt_estimate: u64) -> Result<Reservation, ApiError> {
-    admit_tokens(gw, key, prompt_estimate.saturating_add(completion_reserve(unified)))
+impl Reservation {
+    fn new(gw: &Arc<Gateway>) -> Reservation {
+        Reservation { gw: Some(gw.clone()), held: Vec::new() }
+    }
 }
 
-/// Admits one call of `key` that sets aside `tokens` (none for a call that generates nothing,
-/// such as counting tokens: a spent key is still refused).
-pub fn admit_tokens(gw: &Arc<Gateway>, key: &KeyEntry, tokens: u64) -> Result<Reservation, ApiError> {
-    let Some(quota) = key.quota else { return Ok(Reservation { held: None }) };
+/// The money accounts a call of `key` is charged to: its own budget and its group's.
+pub fn budgets(key: &KeyEntry, config: &crate::config::Config) -> Vec<(Account, Budget)> {
+    let own = key.budget.map(|b| (Account::KeyUsd(key.name.clone()), b));
+    let group =
+        config.budgets.iter().find(|b| b.group == key.group).map(|b| (Account::GroupUsd(b.group.clone()), b.budget()));
+    own.into_iter().chain(group).collect()
+}
+
+/// Admits one call of `key` with request `unified`, setting aside its estimated tokens against
+/// its token quota and `worst` (what it can cost at most) against its budgets and its group's;
+/// a key or group that has spent its allowance (counting what calls in flight set aside) gets
+/// 429.
+pub fn admit(
+    gw: &Arc<Gateway>,
+    key: &KeyEntry,
+    config: &crate::config::Config,
+    unified: &str,
+    prompt_estimate: u64,
+    worst: Usd,
+) -> Result<Reservation, ApiError> {
+    let mut held = admit_tokens(gw, key, prompt_estimate.saturating_add(completion_reserve(unified)))?;
+    if !gw.settings.pricing.costs {
+        return Ok(held);
+    }
+    for (account, budget) in budgets(key, config) {
+        refuse_blind(gw, &account, "a budget")?;
+        let amount = worst.pico().max(0) as u64;
+        match gw.scheduler.reserve_key(&account, budget.period, budget.limit(), amount) {
+            Ok(()) => held.held.push((account, amount)),
+            Err(KeySpent { used, reserved }) => {
+                let resets = gw.scheduler.window_end(budget.period).map(|end| end.since(gw.scheduler.now()));
+                let in_flight = if reserved > 0 {
+                    format!(", ${} more set aside for calls in flight", Usd::from_pico(reserved as i64))
+                } else {
+                    String::new()
+                };
+                let when = resets.map_or(String::new(), |d| format!("; it resets in {} s", d.as_secs().max(1)));
+                return Err(ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    ErrorType::InsufficientQuota,
+                    format!(
+                        "{account} has spent its budget (${} of ${} per {}{in_flight}){when}",
+                        Usd::from_pico(used as i64),
+                        budget.usd,
+                        budget.period
+                    ),
+                )
+                .code("budget_exceeded")
+                .retry_after(resets));
+            }
+        }
+    }
+    Ok(held)
+}
+
+/// With replicas whose shared state is unreachable and `quotas_when_down: closed`, a call
+/// that spends `what` is refused rather than counted blind.
+fn refuse_blind(gw: &Gateway, account: &Account, what: &str) -> Result<(), ApiError> {
     if gw.shared.as_ref().is_some_and(|s| s.quotas_refused()) {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorType::Api,
             format!(
-                "key `{}` has a token quota, and the replicas' shared state is unreachable: quotas are not spent blind (shared_state.quotas_when_down: closed)",
-                key.name
+                "{account} has {what}, and the replicas' shared state is unreachable: quotas are not spent blind (shared_state.quotas_when_down: closed)"
             ),
         )
         .code("shared_state_unreachable"));
     }
-    match gw.scheduler.reserve_key(&key.name, quota, tokens) {
-        Ok(()) => Ok(Reservation { held: Some((gw.clone(), key.name.clone(), tokens)) }),
-        Err(crate::scheduler::KeySpent { used, reserved }) => {
+    Ok(())
+}
+
+/// Admits one call of `key` that sets aside `tokens` (none for a call that generates nothing,
+/// such as counting tokens: a spent key is still refused).
+pub fn admit_tokens(gw: &Arc<Gateway>, key: &KeyEntry, tokens: u64) -> Result<Reservation, ApiError> {
+    let mut held = Reservation::new(gw);
+    let Some(quota) = key.quota else { return Ok(held) };
+    let account = Account::Tokens(key.name.clone());
+    refuse_blind(gw, &account, "a token quota")?;
+    match gw.scheduler.reserve_key(&account, quota.period, quota.tokens, tokens) {
+        Ok(()) => {
+            held.held.push((account, tokens));
+            Ok(held)
+        }
+        Err(KeySpent { used, reserved }) => {
             let resets = match gw.scheduler.window_end(quota.period) {
                 Some(end) => format!("; it resets in {} s", end.since(gw.scheduler.now()).as_secs().max(1)),
                 None => String::new(),
@@ -73,7 +145,7 @@ pub fn admit_tokens(gw: &Arc<Gateway>, key: &KeyEntry, tokens: u64) -> Result<Re
 /// Completion tokens to set aside: the request's `max_completion_tokens` (or `max_tokens`,
 /// or [`DEFAULT_COMPLETION_RESERVE`]) for each of its `n` choices. The other fields are skipped
 /// unread.
-fn completion_reserve(unified: &str) -> u64 {
+pub fn completion_reserve(unified: &str) -> u64 {
     #[derive(serde::Deserialize)]
     struct Limits {
         max_tokens: Option<u64>,

@@ -84,6 +84,7 @@ pub fn span(call: &Call<'_>, target: &Target<'_>, probe: bool) -> tracing::Span 
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,
         gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
+        switchyard.cost_usd = tracing::field::Empty,
         gen_ai.response.finish_reasons = tracing::field::Empty,
         error.type = tracing::field::Empty,
         switchyard.failover_reason = tracing::field::Empty,
@@ -152,14 +153,18 @@ fn asking_for_a_stream(body: &[u8]) -> Option<String> {
 
 /// The client's reply for an answer from `source`: a whole answer is booked (journaled) before
 /// it leaves; a stream's books close when it ends.
-pub fn reply(source: &SourceName, done: Done, books: Books) -> Reply {
+pub fn reply(source: &SourceName, kind: ModelKind, done: Done, books: Books) -> Reply {
     let mut headers = HeaderMap::new();
     if let Ok(value) = HeaderValue::from_str(source.as_str()) {
         headers.insert(SOURCE_HEADER, value);
     }
     let answer = match done {
         Done::Whole(completion) => {
-            books.close(StreamEnd::Complete(Tally::of_response(completion.unified())));
+            let mut tally = Tally::of_response(completion.unified());
+            if kind == ModelKind::Image {
+                tally.images = images_in(completion.unified());
+            }
+            books.close(StreamEnd::Complete(tally));
             match completion {
                 Completion::Unified(body) => Answer::Complete(body),
                 Completion::Native { body, .. } => Answer::Native(body),
@@ -168,4 +173,14 @@ pub fn reply(source: &SourceName, done: Done, books: Books) -> Reply {
         Done::Stream(chunks) => Answer::Stream(chunks.on_end(Box::new(move |end| books.close(end)))),
     };
     Reply { answer, headers }
+}
+
+/// The images an image answer carries (its `data` entries), for the bill.
+fn images_in(answer: &str) -> u64 {
+    #[derive(serde::Deserialize)]
+    struct Images {
+        #[serde(default)]
+        data: Vec<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Images>(answer).map_or(0, |i| i.data.len() as u64)
 }

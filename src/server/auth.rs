@@ -44,6 +44,8 @@ pub struct KeyEntry {
     pub group: GroupName,
     /// Tokens it may use per period.
     pub quota: Option<Quota>,
+    /// USD it may spend per period.
+    pub budget: Option<crate::domain::Budget>,
 }
 
 impl KeyEntry {
@@ -67,6 +69,7 @@ impl KeyTable {
             scope: ModelScope::new(k.models.clone()),
             group: k.group.clone(),
             quota: k.quota(),
+            budget: k.budget,
         };
         let mut by_digest: HashMap<[u8; 32], KeyEntry> = config
             .keys

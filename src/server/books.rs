@@ -147,6 +147,8 @@ pub struct Books {
     pub reservation: Reservation,
     /// The attempt's span: its usage is recorded when the answer ends, and so does the span.
     pub span: tracing::Span,
+    /// How the answer is billed; `None` with `pricing.costs: false`.
+    pub bill: Option<super::bill::Bill>,
 }
 
 impl Books {
@@ -193,7 +195,24 @@ impl Books {
         row.tokens_in = Some(tally.prompt_tokens);
         row.tokens_out = Some(tally.completion_tokens);
         row.tokens_cached = tally.cached_tokens;
+        row.tokens_cache_write = tally.cache_write_tokens;
         row.usage_estimated = tally.estimated;
+        if let Some(bill) = &self.bill {
+            let cost = bill.cost(&tally, self.gw.scheduler.now());
+            match cost {
+                Some(cost) => {
+                    row.cost_usd = Some(cost.usd);
+                    row.cost_estimated = cost.estimated;
+                    self.span.record("switchyard.cost_usd", cost.usd.as_f64());
+                    let pico = cost.usd.pico().max(0) as u64;
+                    for (account, period) in &bill.accounts {
+                        self.gw.scheduler.add_key_usage(account, *period, pico);
+                    }
+                }
+                None => row.cost_unknown = true,
+            }
+            bill.request.add(cost);
+        }
         let fingerprint = bind.map(|(key, ip, last)| {
             scheduler::fingerprint(key.as_str(), &ip.to_string(), [&last, &tally.assistant_message()])
         });
@@ -209,11 +228,16 @@ impl Books {
             tokens_in = tally.prompt_tokens,
             tokens_out = tally.completion_tokens,
             estimated = tally.estimated,
+            cost_usd = row.cost_usd.map(tracing::field::display),
             "answered"
         );
         self.gw.scheduler.completed(&self.slot, tally.tokens(), &self.periods, fingerprint);
         if let Some(period) = self.log.key_period {
-            self.gw.scheduler.add_key_usage(&self.log.key, period, tally.tokens());
+            self.gw.scheduler.add_key_usage(
+                &crate::domain::Account::Tokens(self.log.key.clone()),
+                period,
+                tally.tokens(),
+            );
         }
         // The real tokens are counted: the key's set-aside ones go back.
         drop(self.reservation);

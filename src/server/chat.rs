@@ -53,6 +53,7 @@ pub async fn chat_completions(
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
+        cost: &Default::default(),
         native: Some(Native { protocol: Protocol::OpenAiChat, body: &bytes, headers: &incoming.headers }),
     };
     let reply = dispatch(gw, &key, call).await?;

@@ -12,6 +12,7 @@ use super::Gateway;
 use super::admission;
 use super::attempt;
 use super::auth::KeyEntry;
+use super::bill;
 use super::books::{Books, LogContext};
 use super::call::{Call, CallBody, Reply};
 use super::conversation::Conversation;
@@ -30,6 +31,20 @@ use crate::scheduler::{Candidate, SlotKey, Timing, UnixMs};
 pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> BoxFuture<'a, Result<Reply, ApiError>> {
     Box::pin(async move {
         call.check_depth()?;
+        let (cost, client_request) = (call.cost, call.depth == 0);
+        let mut reply = route_and_serve(gw, key, call).await?;
+        // A whole answer says what it cost (every call made for it); a stream cannot: its
+        // head leaves before its last token.
+        if client_request && !matches!(reply.answer, super::call::Answer::Stream(_)) {
+            cost.headers(&mut reply.headers);
+        }
+        Ok(reply)
+    })
+}
+
+/// Resolves, applies the route's mode, and serves.
+async fn route_and_serve<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> Result<Reply, ApiError> {
+    {
         let (route, candidates, mode) = plan_candidates(key, &call)?;
         let label = super::scope::metric_label(&call, mode, &candidates);
         let log = LogContext::of(&call, key, route.map(|r| r.alias.clone()), mode, label);
@@ -59,7 +74,7 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
             }
             _ => serve(gw, key, &call, candidates, log).await,
         }
-    })
+    }
 }
 
 /// The gateway as the modes see it.
@@ -92,7 +107,27 @@ async fn serve(
     let operation = attempt::operation(call.kind);
     // Every call counts against the key, the ones the gateway makes on its behalf too.
     let prompt_estimate = crate::provider::prompt_estimate(call.body.text());
-    let mut reservation = Some(admission::admit(gw, key, call.body.text(), prompt_estimate)?);
+    // Each candidate's price, and the most the call can cost on any of them: set aside
+    // against the key's budgets until its books are closed.
+    let costs = gw.settings.pricing.costs;
+    let priced: Vec<(SlotKey, Option<Arc<crate::domain::Price>>)> = if costs {
+        let prices = &call.runtime.prices;
+        candidates
+            .iter()
+            .map(|p| (SlotKey::of(&p.resolved), prices.price(p.resolved.source, p.resolved.model).map(|p| p.price)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let asked = bill::Asked::of(call);
+    let worst = asked.worst_case(priced.iter().filter_map(|(_, p)| p.as_deref()), prompt_estimate, gw.scheduler.now());
+    let mut reservation =
+        Some(admission::admit(gw, key, &call.runtime.config, call.body.text(), prompt_estimate, worst)?);
+    let accounts: Vec<_> = if costs {
+        admission::budgets(key, &call.runtime.config).into_iter().map(|(a, b)| (a, b.period)).collect()
+    } else {
+        Vec::new()
+    };
     attempt::some_adapter_takes(gw, call, &candidates)?;
     let conversation = Conversation::of(&key.name, call, gw.scheduler.policy().affinity.enabled);
     let plan = gw.scheduler.plan(candidates, call.model, conversation.query.as_deref());
@@ -153,8 +188,14 @@ async fn serve(
                     prompt_estimate,
                     reservation: reservation.take().expect("one answer per request"),
                     span,
+                    bill: costs.then(|| bill::Bill {
+                        price: priced.iter().find(|(s, _)| *s == slot).and_then(|(_, p)| p.clone()),
+                        image_variant: asked.image_variant.clone(),
+                        accounts: accounts.clone(),
+                        request: call.cost.clone(),
+                    }),
                 };
-                return Ok(attempt::reply(name, done, books));
+                return Ok(attempt::reply(name, call.kind, done, books));
             }
             Err(e) => {
                 let disposition = e.disposition();

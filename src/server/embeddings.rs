@@ -53,6 +53,7 @@ pub async fn embeddings(
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
+        cost: &Default::default(),
         native: None,
     };
     match dispatch(gw, &key, call).await?.answer {

@@ -68,6 +68,7 @@ pub async fn images(
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
+        cost: &Default::default(),
         native: None,
     };
     match dispatch(gw, &key, call).await?.answer {

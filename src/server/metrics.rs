@@ -71,6 +71,23 @@ struct KeyLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CostLabels {
+    key: String,
+    source: String,
+    model: String,
+}
+
+/// A budget's account: `key:NAME` or `group:NAME`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BudgetLabels {
+    account: String,
+    period: String,
+}
+
+type UsdCounter = Counter<f64, std::sync::atomic::AtomicU64>;
+type UsdGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct AdapterLabels {
     adapter: String,
 }
@@ -142,6 +159,14 @@ pub struct Metrics {
     cooldown_remaining: Family<SlotLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     slot_quota_used: Family<SlotLabels, Gauge>,
     key_quota_used: Family<KeyLabels, Gauge>,
+    /// USD per key, source and model (for dashboards: the exact sums are the logs').
+    cost: Family<CostLabels, UsdCounter>,
+    cost_series: SeriesCache<UsdCounter>,
+    /// Attempts of models without a price.
+    unpriced: Family<CostLabels, Counter>,
+    unpriced_series: SeriesCache<Counter>,
+    budget_spent: Family<BudgetLabels, UsdGauge>,
+    budget_limit: Family<BudgetLabels, UsdGauge>,
     in_flight: Gauge,
     source_in_flight: Family<SourceLabels, Gauge>,
     source_queued: Family<SourceLabels, Gauge>,
@@ -212,6 +237,26 @@ impl Metrics {
             "switchyard_key_quota_used_tokens",
             "Tokens a gateway key with a quota used in its window",
             key_quota_used.clone(),
+        );
+        let cost = Family::<CostLabels, UsdCounter>::default();
+        registry.register("switchyard_cost_usd", "What answers cost in USD, by key, source and model", cost.clone());
+        let unpriced = Family::<CostLabels, Counter>::default();
+        registry.register(
+            "switchyard_unpriced_attempts",
+            "Answers of models without a price (their cost is unknown, not zero)",
+            unpriced.clone(),
+        );
+        let budget_spent = Family::<BudgetLabels, UsdGauge>::default();
+        registry.register(
+            "switchyard_budget_spent_usd",
+            "USD a key or group with a budget spent in its window (every replica's)",
+            budget_spent.clone(),
+        );
+        let budget_limit = Family::<BudgetLabels, UsdGauge>::default();
+        registry.register(
+            "switchyard_budget_limit_usd",
+            "The USD budget of a key or group per period",
+            budget_limit.clone(),
         );
         let in_flight = Gauge::default();
         registry.register("switchyard_requests_in_flight", "Client requests being served", in_flight.clone());
@@ -284,6 +329,12 @@ impl Metrics {
             cooldown_remaining,
             slot_quota_used,
             key_quota_used,
+            cost,
+            cost_series: SeriesCache::with_cap(max_label_sets),
+            unpriced,
+            unpriced_series: SeriesCache::with_cap(max_label_sets),
+            budget_spent,
+            budget_limit,
             in_flight,
             source_in_flight,
             source_queued,
@@ -308,6 +359,7 @@ impl Metrics {
             self.series.get_or_insert(&other, || self.attempt_series(other))
         });
         series.attempts.inc();
+        self.observe_cost(row);
         let total = row.total_ms as f64 / 1e3;
         series.duration.observe(total);
         if !served {
@@ -365,8 +417,51 @@ impl Metrics {
         }
     }
 
+    /// An attempt's cost, or its missing price, by key, source and model.
+    fn observe_cost(&self, row: &LogRow) {
+        let values = [row.key.as_str(), &row.source, &row.model];
+        let labels = |[key, source, model]: [&str; 3]| CostLabels {
+            key: key.to_string(),
+            source: source.to_string(),
+            model: model.to_string(),
+        };
+        if let Some(usd) = row.cost_usd {
+            let counter = self.cost_series.get(&values, || self.cost.get_or_create(&labels(values)).clone());
+            let counter = counter.unwrap_or_else(|| {
+                self.fold("switchyard_cost_usd");
+                self.cost_series.get_or_insert(&[OTHER; 3], || self.cost.get_or_create(&labels([OTHER; 3])).clone())
+            });
+            counter.inc_by(usd.as_f64());
+        } else if row.cost_unknown {
+            let counter = self.unpriced_series.get(&values, || self.unpriced.get_or_create(&labels(values)).clone());
+            let counter = counter.unwrap_or_else(|| {
+                self.fold("switchyard_unpriced_attempts");
+                self.unpriced_series
+                    .get_or_insert(&[OTHER; 3], || self.unpriced.get_or_create(&labels([OTHER; 3])).clone())
+            });
+            counter.inc();
+        }
+    }
+
     fn fold(&self, family: &'static str) {
         self.folded.get_or_create(&FoldedLabels { family }).inc();
+    }
+
+    fn budget(
+        &self,
+        scheduler: &crate::scheduler::Scheduler,
+        account: &crate::domain::Account,
+        budget: &crate::domain::Budget,
+    ) {
+        let name = match account {
+            crate::domain::Account::KeyUsd(key) => format!("key:{key}"),
+            crate::domain::Account::GroupUsd(group) => format!("group:{group}"),
+            crate::domain::Account::Tokens(_) => return,
+        };
+        let labels = BudgetLabels { account: name, period: budget.period.to_string() };
+        let spent = scheduler.key_used(account, budget.period).min(i64::MAX as u64) as i64;
+        self.budget_spent.get_or_create(&labels).set(crate::domain::Usd::from_pico(spent).as_f64());
+        self.budget_limit.get_or_create(&labels).set(budget.usd.as_f64());
     }
 
     /// A request served after `failed` candidates failed before it.
@@ -420,6 +515,8 @@ impl Metrics {
         }
         self.cooldown_remaining.clear();
         self.key_quota_used.clear();
+        self.budget_spent.clear();
+        self.budget_limit.clear();
         self.source_in_flight.clear();
         self.source_queued.clear();
         for source in &config.sources {
@@ -450,10 +547,16 @@ impl Metrics {
         let keys = config.keys.iter().cloned().chain(config.runtime_keys.iter().map(|k| k.as_key_config()));
         for key in keys {
             if let Some(quota) = key.quota() {
-                let used = scheduler.key_used(&key.name, quota.period) as i64;
+                let used = scheduler.key_used(&crate::domain::Account::Tokens(key.name.clone()), quota.period) as i64;
                 let labels = KeyLabels { key: key.name.to_string(), period: quota.period.to_string() };
                 self.key_quota_used.get_or_create(&labels).set(used);
             }
+            if let Some(budget) = key.budget {
+                self.budget(scheduler, &crate::domain::Account::KeyUsd(key.name.clone()), &budget);
+            }
+        }
+        for group in &config.budgets {
+            self.budget(scheduler, &crate::domain::Account::GroupUsd(group.group.clone()), &group.budget());
         }
         self.in_flight.set(in_flight);
         self.journal_backlog.set(gw.state.backlog() as i64);

@@ -4,6 +4,7 @@ mod admin;
 mod admission;
 mod attempt;
 mod auth;
+mod bill;
 mod books;
 mod call;
 mod chat;
@@ -69,6 +70,8 @@ pub struct Runtime {
     pub file: RuntimeFile,
     pub provider: Provider,
     pub keys: KeyTable,
+    /// What each source's models cost (the operator's prices over the table).
+    pub prices: crate::pricing::PriceBook,
 }
 
 /// Everything a request handler needs.
@@ -100,6 +103,8 @@ pub struct Gateway {
     auth_failures: throttle::AuthThrottle,
     /// What each key stored of its Responses turns today.
     stored_budget: responses::StoredBudget,
+    /// The price table (shipped, or `pricing.table`), read once.
+    pub price_table: Arc<crate::pricing::Table>,
 }
 
 impl Gateway {
@@ -115,7 +120,9 @@ impl Gateway {
         let metrics = metrics::Metrics::new(plugins.call_durations(), settings.metrics.max_label_sets.get() as usize);
         let in_flight = Arc::new(tokio::sync::Semaphore::new(settings.server.max_in_flight as usize));
         plugins.size_pools(&config);
-        let runtime = Runtime { provider: Provider::new(&config)?, keys: KeyTable::new(&config), config, file };
+        let price_table = Arc::new(crate::pricing::load_table(&settings.pricing)?);
+        let prices = crate::pricing::PriceBook::new(price_table.clone(), &config, &file.prices);
+        let runtime = Runtime { provider: Provider::new(&config)?, keys: KeyTable::new(&config), prices, config, file };
         Ok(Gateway {
             settings,
             base,
@@ -132,6 +139,7 @@ impl Gateway {
             shared,
             auth_failures: Default::default(),
             stored_budget: Default::default(),
+            price_table,
         })
     }
 
@@ -243,7 +251,8 @@ impl Gateway {
         self.plugins.size_pools(&config);
         let keys = KeyTable::new(&config);
         self.scheduler.set_selection(config.channel_selection);
-        self.runtime.store(Arc::new(Runtime { config, file, provider, keys }));
+        let prices = crate::pricing::PriceBook::new(self.price_table.clone(), &config, &file.prices);
+        self.runtime.store(Arc::new(Runtime { config, file, provider, keys, prices }));
         Ok(())
     }
 
@@ -328,7 +337,17 @@ impl crate::shared::Replica for Gateway {
             }
         }
         let keys = config.keys.iter().cloned().chain(config.runtime_keys.iter().map(|k| k.as_key_config()));
-        watched.keys = keys.filter_map(|k| k.quota().map(|q| (k.name.clone(), q.period))).collect();
+        for k in keys {
+            if let Some(q) = k.quota() {
+                watched.keys.push((crate::domain::Account::Tokens(k.name.clone()), q.period));
+            }
+            if let Some(b) = k.budget {
+                watched.keys.push((crate::domain::Account::KeyUsd(k.name.clone()), b.period));
+            }
+        }
+        for b in &config.budgets {
+            watched.keys.push((crate::domain::Account::GroupUsd(b.group.clone()), b.period));
+        }
         watched
     }
 

@@ -2,7 +2,7 @@
 //! a Redis): counters per window, the cooldown hash, probe claims, the runtime copy, the
 //! event channel. Pure functions, so the layout is written (and tested) in one place.
 
-use crate::domain::{KeyName, Period, SlotKey, SourceName, UnixMs};
+use crate::domain::{Account, Period, SlotKey, SourceName, UnixMs};
 
 /// Separates the parts of a name: it cannot occur in configured names.
 const SEP: char = '\u{1f}';
@@ -22,9 +22,15 @@ impl Keys {
         format!("{}:q:{}{SEP}{}{SEP}{period}{SEP}{}", self.prefix, slot.source, slot.model, start.0)
     }
 
-    /// Tokens a gateway key used in the `period` window starting at `start`.
-    pub fn key_tokens(&self, key: &KeyName, period: Period, start: UnixMs) -> String {
-        format!("{}:k:{}{SEP}{period}{SEP}{}", self.prefix, key, start.0)
+    /// What an account (a key's tokens, a key's or group's pico-dollars) used in the `period`
+    /// window starting at `start`.
+    pub fn account(&self, account: &Account, period: Period, start: UnixMs) -> String {
+        let (kind, name) = match account {
+            Account::Tokens(key) => ("k", key.as_str()),
+            Account::KeyUsd(key) => ("usd:k", key.as_str()),
+            Account::GroupUsd(group) => ("usd:g", group.as_str()),
+        };
+        format!("{}:{kind}:{name}{SEP}{period}{SEP}{}", self.prefix, start.0)
     }
 
     /// Requests a source started in one second (`second` = Unix seconds).
@@ -95,7 +101,14 @@ mod tests {
         let keys = Keys::new("sy");
         let slot = SlotKey { source: SourceName::new("a"), model: "b:c".into() };
         assert_eq!(keys.slot_tokens(&slot, Period::Hour, UnixMs(3_600_000)), "sy:q:a\u{1f}b:c\u{1f}hour\u{1f}3600000");
-        assert_eq!(keys.key_tokens(&KeyName::new("k"), Period::Hours(5), UnixMs(0)), "sy:k:k\u{1f}nhour:5\u{1f}0");
+        let key = crate::domain::KeyName::new("k");
+        assert_eq!(
+            keys.account(&Account::Tokens(key.clone()), Period::Hours(5), UnixMs(0)),
+            "sy:k:k\u{1f}nhour:5\u{1f}0"
+        );
+        assert_eq!(keys.account(&Account::KeyUsd(key), Period::Day, UnixMs(0)), "sy:usd:k:k\u{1f}day\u{1f}0");
+        let group = Account::GroupUsd(crate::domain::GroupName::new("k"));
+        assert_eq!(keys.account(&group, Period::Day, UnixMs(0)), "sy:usd:g:k\u{1f}day\u{1f}0");
         assert_eq!(keys.rpm(&SourceName::new("a"), 17), "sy:rpm:a\u{1f}17");
         let other = SlotKey { source: SourceName::new("a\u{1f}b"), model: "c".into() };
         assert_ne!(keys.probe(&slot), keys.probe(&other));

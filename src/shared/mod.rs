@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::config::{FailMode, SharedStateConfig};
-use crate::domain::{KeyName, Period, SlotKey, SourceName, UnixMs};
+use crate::domain::{Account, Period, SlotKey, SourceName, UnixMs};
 use crate::scheduler::{Persist, Scheduler};
 use counters::Counters;
 use events::What;
@@ -56,7 +56,8 @@ pub trait Replica: Send + Sync + 'static {
 #[derive(Debug, Default, Clone)]
 pub struct Watched {
     pub slots: Vec<(SlotKey, Period)>,
-    pub keys: Vec<(KeyName, Period)>,
+    /// Key token quotas and key and group budgets.
+    pub keys: Vec<(Account, Period)>,
     pub rpm: Vec<SourceName>,
 }
 

@@ -30,7 +30,7 @@ impl Shared {
                     own.counters.set(key, usage.tokens, keys::expires_at(quota.period, usage.window_start));
                 }
                 StateChange::KeyUsage(name, period, usage) => {
-                    let key = self.keys.key_tokens(name, *period, usage.window_start);
+                    let key = self.keys.account(name, *period, usage.window_start);
                     own.counters.set(key, usage.tokens, keys::expires_at(*period, usage.window_start));
                 }
                 // Scores stay per replica; clearing bindings is an operator's local act.
@@ -50,7 +50,7 @@ impl Shared {
             own.counters.set(key, usage.tokens, keys::expires_at(quota.period, usage.window_start));
         }
         for ((name, period), usage) in &loaded.key_usage {
-            let key = self.keys.key_tokens(name, *period, usage.window_start);
+            let key = self.keys.account(name, *period, usage.window_start);
             own.counters.set(key, usage.tokens, keys::expires_at(*period, usage.window_start));
         }
     }

@@ -128,7 +128,7 @@ impl Shared {
             read.push(self.keys.slot_tokens(slot, *period, period.window(now).0));
         }
         for (key, period) in &watched.keys {
-            read.push(self.keys.key_tokens(key, *period, period.window(now).0));
+            read.push(self.keys.account(key, *period, period.window(now).0));
         }
         let second = now.0 / 1000;
         for source in &watched.rpm {

@@ -4,6 +4,8 @@
 use rusqlite::{Connection, OptionalExtension, ToSql, params};
 use serde::{Deserialize, Serialize};
 
+use crate::domain::Usd;
+
 // A plain INTEGER PRIMARY KEY (no AUTOINCREMENT) and a partial index on the rare fusion id keep
 // an insert to three b-tree pages.
 const TABLE: &str = "CREATE TABLE IF NOT EXISTS request_logs (
@@ -43,6 +45,10 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(TABLE)?;
     super::schema::add_column(conn, "request_logs", "usage_estimated", "INTEGER NOT NULL DEFAULT 0")?;
     super::schema::add_column(conn, "request_logs", "replica", "TEXT")?;
+    super::schema::add_column(conn, "request_logs", "tokens_cache_write", "INTEGER")?;
+    super::schema::add_column(conn, "request_logs", "cost_pico", "INTEGER")?;
+    super::schema::add_column(conn, "request_logs", "cost_estimated", "INTEGER NOT NULL DEFAULT 0")?;
+    super::schema::add_column(conn, "request_logs", "cost_unknown", "INTEGER NOT NULL DEFAULT 0")?;
     conn.execute_batch(INDEXES)
 }
 
@@ -79,14 +85,28 @@ pub struct LogRow {
     /// The replica that served it (`shared_state.replica`); none for a gateway on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
+    /// Prompt tokens written to the upstream's cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_cache_write: Option<u64>,
+    /// What the attempt cost, in USD (an exact decimal string); none for an unpriced model or
+    /// an attempt that generated nothing billable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<Usd>,
+    /// The cost is (partly) an estimate: estimated tokens, or an image variant without a price.
+    #[serde(default)]
+    pub cost_estimated: bool,
+    /// The model has no price: what it cost is not known (never logged as $0).
+    #[serde(default)]
+    pub cost_unknown: bool,
 }
 
 pub fn insert(conn: &Connection, r: &LogRow) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO request_logs (at_ms, request_id, key, route, mode, source, model, status, error, message,
              first_byte_ms, total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id,
-             usage_estimated, replica)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+             usage_estimated, replica, tokens_cache_write, cost_pico, cost_estimated, cost_unknown)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,
+             ?23, ?24)",
     )?
     .execute(params![
         r.at_ms as i64,
@@ -108,7 +128,11 @@ pub fn insert(conn: &Connection, r: &LogRow) -> rusqlite::Result<()> {
         r.affinity_hit,
         r.fusion_id,
         r.usage_estimated,
-        r.replica
+        r.replica,
+        r.tokens_cache_write.map(|v| v as i64),
+        r.cost_usd.map(Usd::pico),
+        r.cost_estimated,
+        r.cost_unknown
     ])?;
     Ok(())
 }
@@ -187,7 +211,8 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
     let offset = q.offset.unwrap_or(0);
     let sql = format!(
         "SELECT id, at_ms, request_id, key, route, mode, source, model, status, error, message, first_byte_ms,
-             total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id, usage_estimated, replica
+             total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id, usage_estimated, replica,
+             tokens_cache_write, cost_pico, cost_estimated, cost_unknown
          FROM request_logs{filter} ORDER BY id DESC LIMIT {limit} OFFSET {offset}"
     );
     let mut stmt = conn.prepare(&sql)?;
@@ -216,6 +241,10 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
                 fusion_id: r.get(18)?,
                 usage_estimated: r.get(19)?,
                 replica: r.get(20)?,
+                tokens_cache_write: opt(r.get(21)?),
+                cost_usd: r.get::<_, Option<i64>>(22)?.map(Usd::from_pico),
+                cost_estimated: r.get(23)?,
+                cost_unknown: r.get(24)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -226,7 +255,8 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
 pub fn stats(conn: &Connection, since_ms: u64) -> rusqlite::Result<Vec<serde_json::Value>> {
     let mut stmt = conn.prepare(
         "SELECT source, model, COUNT(*), SUM(error IS NOT NULL), SUM(COALESCE(tokens_in, 0)),
-             SUM(COALESCE(tokens_out, 0)), AVG(first_byte_ms), AVG(total_ms)
+             SUM(COALESCE(tokens_out, 0)), AVG(first_byte_ms), AVG(total_ms), SUM(COALESCE(cost_pico, 0)),
+             SUM(cost_unknown), SUM(cost_estimated)
          FROM request_logs WHERE at_ms >= ?1 GROUP BY source, model ORDER BY source, model",
     )?;
     let rows = stmt.query_map([since_ms as i64], |r| {
@@ -236,7 +266,83 @@ pub fn stats(conn: &Connection, since_ms: u64) -> rusqlite::Result<Vec<serde_jso
             "tokens_in": r.get::<_, i64>(4)?, "tokens_out": r.get::<_, i64>(5)?,
             "avg_first_byte_ms": r.get::<_, Option<f64>>(6)?.map(f64::round),
             "avg_total_ms": r.get::<_, Option<f64>>(7)?.map(f64::round),
+            "cost_usd": Usd::from_pico(r.get(8)?),
+            "cost_unknown": r.get::<_, i64>(9)?, "cost_estimated": r.get::<_, i64>(10)?,
         }))
+    })?;
+    rows.collect()
+}
+
+/// What spend is grouped by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpendBy {
+    Key,
+    Source,
+    Model,
+    /// UTC days.
+    Day,
+}
+
+/// Spend of one group (a key, a source, a model, a day) in a range of the logs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpendRow {
+    /// The key, source, `source/model`, or the day (`YYYY-MM-DD`).
+    pub name: String,
+    pub cost_usd: Usd,
+    pub requests: u64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// Attempts whose cost is (partly) an estimate.
+    pub estimated: u64,
+    /// Attempts of models without a price: not in `cost_usd`.
+    pub unpriced: u64,
+}
+
+/// Spend in `[since, until)` grouped `by`, dearest first (days in order), summed exactly.
+pub fn spend(conn: &Connection, by: SpendBy, since_ms: u64, until_ms: u64) -> rusqlite::Result<Vec<SpendRow>> {
+    let group = match by {
+        SpendBy::Key => "key",
+        SpendBy::Source => "source",
+        SpendBy::Model => "source || '/' || model",
+        SpendBy::Day => "at_ms / 86400000",
+    };
+    let order = if by == SpendBy::Day { "1" } else { "2 DESC, 1" };
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {group}, SUM(COALESCE(cost_pico, 0)), COUNT(*), SUM(COALESCE(tokens_in, 0)), SUM(COALESCE(tokens_out, 0)),
+             SUM(cost_estimated), SUM(cost_unknown)
+         FROM request_logs WHERE at_ms >= ?1 AND at_ms < ?2 GROUP BY 1 ORDER BY {order} LIMIT 1000"
+    ))?;
+    let rows = stmt.query_map([since_ms.min(i64::MAX as u64) as i64, until_ms.min(i64::MAX as u64) as i64], |r| {
+        let name = match by {
+            SpendBy::Day => {
+                let day = r.get::<_, i64>(0)?;
+                chrono::DateTime::from_timestamp(day * 86_400, 0)
+                    .map_or(day.to_string(), |d| d.format("%Y-%m-%d").to_string())
+            }
+            _ => r.get(0)?,
+        };
+        Ok(SpendRow {
+            name,
+            cost_usd: Usd::from_pico(r.get(1)?),
+            requests: r.get::<_, i64>(2)? as u64,
+            tokens_in: r.get::<_, i64>(3)? as u64,
+            tokens_out: r.get::<_, i64>(4)? as u64,
+            estimated: r.get::<_, i64>(5)? as u64,
+            unpriced: r.get::<_, i64>(6)? as u64,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Models without a price that served traffic since `since_ms`: (source, model, attempts, last).
+pub fn unpriced(conn: &Connection, since_ms: u64) -> rusqlite::Result<Vec<(String, String, u64, u64)>> {
+    let mut stmt = conn.prepare(
+        "SELECT source, model, COUNT(*), MAX(at_ms) FROM request_logs WHERE cost_unknown = 1 AND at_ms >= ?1
+         GROUP BY source, model ORDER BY 3 DESC LIMIT 500",
+    )?;
+    let rows = stmt.query_map([since_ms.min(i64::MAX as u64) as i64], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64, r.get::<_, i64>(3)? as u64))
     })?;
     rows.collect()
 }

@@ -13,7 +13,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
 
-pub use logs::{Bucket, Grid, LogPage, LogQuery, LogRow, MAX_BUCKETS, MAX_PAGE};
+pub use logs::{Bucket, Grid, LogPage, LogQuery, LogRow, MAX_BUCKETS, MAX_PAGE, SpendBy, SpendRow};
 pub use responses::StoredResponse;
 pub use schema::open;
 
@@ -21,7 +21,9 @@ use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
 use crate::config::KeyName;
-use crate::scheduler::{Loaded, Period, Persist, QuotaKey, SlotHealth, SlotKey, StateChange, Stats, UnixMs, Usage};
+use crate::scheduler::{
+    Account, Loaded, Period, Persist, QuotaKey, SlotHealth, SlotKey, StateChange, Stats, UnixMs, Usage,
+};
 use schema::read_all;
 use writer::{Item, replay, writer};
 
@@ -46,6 +48,8 @@ pub(crate) enum Change {
     PruneBindings(UnixMs),
     Usage(QuotaKey, Usage),
     KeyUsage(KeyName, Period, Usage),
+    /// A money account's window (a key's or a group's budget), in pico-dollars.
+    Spend(Account, Period, Usage),
     Log(Box<LogRow>),
     PruneLogs(u64),
     Response(Box<StoredResponse>),
@@ -176,6 +180,18 @@ impl StateStore {
         self.read(|c| logs::stats(c, since_ms))
     }
 
+    /// Spend in `[since, until)` grouped `by` (every attempt journaled so far counted).
+    pub fn spend(&self, by: SpendBy, since_ms: u64, until_ms: u64) -> Result<Vec<SpendRow>, StateError> {
+        self.flush();
+        self.read(|c| logs::spend(c, by, since_ms, until_ms))
+    }
+
+    /// Models without a price that served since `since_ms`: (source, model, attempts, last at).
+    pub fn unpriced(&self, since_ms: u64) -> Result<Vec<(String, String, u64, u64)>, StateError> {
+        self.flush();
+        self.read(|c| logs::unpriced(c, since_ms))
+    }
+
     /// Journals a change and queues it for the writer, which is not woken: it takes the
     /// queue whole when its batch window ends.
     fn send(&self, change: Change) {
@@ -213,7 +229,8 @@ impl Persist for StateStore {
                 StateChange::Cooldown(key, health) => Change::Cooldown(key, health),
                 StateChange::Stats(key, stats) => Change::Stats(key, stats),
                 StateChange::Usage(key, usage) => Change::Usage(key, usage),
-                StateChange::KeyUsage(key, period, usage) => Change::KeyUsage(key, period, usage),
+                StateChange::KeyUsage(Account::Tokens(key), period, usage) => Change::KeyUsage(key, period, usage),
+                StateChange::KeyUsage(account, period, usage) => Change::Spend(account, period, usage),
                 StateChange::Bind(fingerprint, key, at) => Change::Bind(fingerprint, key, at),
                 StateChange::ClearBindings(source) => Change::ClearBindings(source),
                 StateChange::PruneBindings(before) => Change::PruneBindings(before),
@@ -280,7 +297,7 @@ mod tests {
         store.keep(vec![StateChange::ClearBindings(Some("b".into()))]);
         store.keep(vec![StateChange::PruneBindings(UnixMs(50))]);
         store.keep(vec![StateChange::Usage(quota.clone(), usage)]);
-        store.keep(vec![StateChange::KeyUsage(KeyName::new("alice"), Period::Month, usage)]);
+        store.keep(vec![StateChange::KeyUsage(Account::Tokens(KeyName::new("alice")), Period::Month, usage)]);
         store.flush();
         drop(store);
 
@@ -292,7 +309,7 @@ mod tests {
         assert_eq!(loaded.bindings, vec![("fp-a".to_string(), Binding { slot: key.clone(), last_used: UnixMs(100) })]);
         assert_eq!(loaded.usage.len(), 1);
         assert_eq!(loaded.usage[&quota], usage);
-        assert_eq!(loaded.key_usage[&(KeyName::new("alice"), Period::Month)], usage);
+        assert_eq!(loaded.key_usage[&(Account::Tokens(KeyName::new("alice")), Period::Month)], usage);
     }
 
     #[test]

@@ -7,9 +7,9 @@ use rusqlite::Connection;
 
 use super::{StateError, logs, responses};
 use crate::config::{KeyName, SourceName};
-use crate::scheduler::{Binding, Loaded, Period, QuotaKey, SlotHealth, SlotKey, Stats, UnixMs, Usage, Window};
+use crate::scheduler::{Account, Binding, Loaded, Period, QuotaKey, SlotHealth, SlotKey, Stats, UnixMs, Usage, Window};
 
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 
 /// Opens (creating if needed) the state database and brings its schema up to date.
 pub fn open(path: &Path) -> Result<Connection, StateError> {
@@ -52,7 +52,10 @@ pub fn open(path: &Path) -> Result<Connection, StateError> {
              tokens INTEGER NOT NULL, PRIMARY KEY (source, model, period));
          CREATE TABLE IF NOT EXISTS key_usage (
              key TEXT NOT NULL, period TEXT NOT NULL, window_start INTEGER NOT NULL, tokens INTEGER NOT NULL,
-             PRIMARY KEY (key, period));",
+             PRIMARY KEY (key, period));
+         CREATE TABLE IF NOT EXISTS budget_usage (
+             account TEXT NOT NULL, period TEXT NOT NULL, window_start INTEGER NOT NULL, pico INTEGER NOT NULL,
+             PRIMARY KEY (account, period));",
     )
     .map_err(wrap)?;
     add_column(&conn, "cooldowns", "no_probe_before", "INTEGER").map_err(wrap)?;
@@ -142,10 +145,22 @@ pub(super) fn read_all(conn: &Connection) -> rusqlite::Result<Loaded> {
             Ok((r.get(0)?, r.get(1)?, usage))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    let key_usage = rows
+    let mut key_usage: std::collections::HashMap<(Account, Period), Usage> = rows
         .into_iter()
-        .filter_map(|(key, period, usage)| Some(((KeyName::new(key), period.parse::<Period>().ok()?), usage)))
+        .filter_map(|(key, period, usage)| {
+            Some(((Account::Tokens(KeyName::new(key)), period.parse::<Period>().ok()?), usage))
+        })
         .collect();
+    let mut stmt = conn.prepare("SELECT account, period, window_start, pico FROM budget_usage")?;
+    let rows: Vec<(String, String, Usage)> = stmt
+        .query_map([], |r| {
+            let usage = Usage { window_start: UnixMs(r.get::<_, i64>(2)? as u64), tokens: r.get::<_, i64>(3)? as u64 };
+            Ok((r.get(0)?, r.get(1)?, usage))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    key_usage.extend(rows.into_iter().filter_map(|(account, period, usage)| {
+        Some(((Account::from_stored_name(&account)?, period.parse::<Period>().ok()?), usage))
+    }));
     Ok(Loaded { cooldowns, stats, bindings, usage, key_usage })
 }
 

@@ -174,6 +174,15 @@ fn apply(tx: &rusqlite::Transaction<'_>, change: Change) -> rusqlite::Result<()>
                 params![key.as_str(), period.to_string(), usage.window_start.0 as i64, usage.tokens as i64],
             )?;
         }
+        Change::Spend(account, period, usage) => {
+            let Some(name) = account.stored_name() else { return Ok(()) };
+            run(
+                tx,
+                "INSERT INTO budget_usage (account, period, window_start, pico) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(account, period) DO UPDATE SET window_start = ?3, pico = ?4",
+                params![name, period.to_string(), usage.window_start.0 as i64, usage.tokens as i64],
+            )?;
+        }
         Change::PruneLogs(before) => {
             let pruned = logs::prune(tx, before)?;
             if pruned > 0 {

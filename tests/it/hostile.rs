@@ -55,7 +55,7 @@ fn config(quota_keys: &[(&str, &str, u64)], rest: &str) -> String {
 
 /// Tokens key `name` has used (its quota has no period: a lifetime total).
 fn used(gw: &TestGateway, name: &str) -> u64 {
-    gw.gateway.scheduler.key_used(&KeyName::new(name), Period::Never)
+    gw.gateway.scheduler.key_used(&switchyard::domain::Account::Tokens(KeyName::new(name)), Period::Never)
 }
 
 async fn chat_as(gw: &TestGateway, secret: &str, body: &Value) -> reqwest::Response {

@@ -411,12 +411,14 @@ async fn telegrams_429_is_waited_out_for_as_long_as_it_says() {
 }
 
 #[tokio::test]
-async fn alerts_come_once_per_flapping_source_failing_model_and_quota_level() {
+async fn alerts_come_once_per_flapping_source_failing_model_quota_and_budget_level() {
     let upstream = MockUpstream::start().await;
     let mut bot_api = BotMock::start().await;
     let clock = Arc::new(ManualClock::at(1_733_260_000_000));
-    let yaml =
-        gateway_yaml(&upstream, "  - {name: team, key: sk-team-key-00000001, models: ['*'], token_quota: 100}\n");
+    let yaml = gateway_yaml(
+        &upstream,
+        "  - {name: team, key: sk-team-key-00000001, models: ['*'], token_quota: 100, budget: {usd: '2', period: month}}\n",
+    );
     let gw = TestGateway::start_with_clock(tempfile::tempdir().unwrap(), &yaml, clock.clone()).await;
     let bot = Bot::new(gw.gateway.clone(), &telegram(&bot_api), Arc::new(Waits::default()));
 
@@ -450,7 +452,7 @@ async fn alerts_come_once_per_flapping_source_failing_model_and_quota_level() {
     bot_api.reply().await;
 
     // A key at 80 %, then 100 % of its quota: one alert each.
-    let team = KeyName::new("team");
+    let team = switchyard::domain::Account::Tokens(KeyName::new("team"));
     gw.gateway.scheduler.add_key_usage(&team, Period::Never, 85);
     bot.check_alerts().await;
     assert!(bot_api.reply().await.1.contains("key team has used 85 of 100 tokens (80 %)"));
@@ -460,6 +462,19 @@ async fn alerts_come_once_per_flapping_source_failing_model_and_quota_level() {
     bot.check_alerts().await;
     let (_, text, _) = bot_api.reply().await;
     assert!(text.contains("key team has used 105 of 100 tokens (100 %): further requests are refused"), "{text}");
+    bot_api.reply().await;
+
+    // Its budget past 50 %, then 80 %: one alert each, in dollars.
+    let dollars = switchyard::domain::Account::KeyUsd(KeyName::new("team"));
+    let usd = |text: &str| switchyard::domain::Usd::parse(text).unwrap().pico() as u64;
+    gw.gateway.scheduler.add_key_usage(&dollars, Period::Month, usd("1.10"));
+    bot.check_alerts().await;
+    let (_, text, _) = bot_api.reply().await;
+    assert!(text.contains("key team has spent $1.1 of its $2 budget per month (50 %)"), "{text}");
+    bot_api.reply().await;
+    gw.gateway.scheduler.add_key_usage(&dollars, Period::Month, usd("0.60"));
+    bot.check_alerts().await;
+    assert!(bot_api.reply().await.1.contains("$1.7 of its $2 budget per month (80 %)"));
     bot_api.reply().await;
     // Nothing new: nothing sent (a send would be on the channel by the time the check returns).
     bot.check_alerts().await;

@@ -1,5 +1,5 @@
-// Form pieces and helpers shared by the sources, adapters, priority, routes and keys pages
-// (what ui.js does not have). Everything is rendered as text through htm; no innerHTML.
+// Form pieces and helpers shared by the sources, adapters, priority, routes, keys and spend
+// pages (what ui.js does not have). Everything is rendered as text through htm; no innerHTML.
 import { html, useState, useCallback } from '../lib.js';
 import { Field, IconButton, Button, HealthTag, Modal, fmtTime, fmtAgo, fmtTokens } from '../ui.js';
 
@@ -77,6 +77,48 @@ export function quotaBody(q, { periodAlways = true } = {}) {
   }
   return out;
 }
+
+/** Budget periods (`PATCH /keys/{name}`'s `budget.period`); windows are UTC. */
+export const BUDGET_PERIOD_OPTIONS = [
+  { value: 'hour', label: 'hour' },
+  { value: 'day', label: 'day (from 00:00 UTC)' },
+  { value: 'week', label: 'week (from Monday 00:00 UTC)' },
+  { value: 'month', label: 'month (from the 1st, 00:00 UTC)' },
+  { value: 'never', label: 'never (lifetime total)' },
+];
+
+/** A budget period for display: 'per day', 'per 5 h', 'lifetime'. */
+export function budgetPeriodText(period) {
+  if (!period || period === 'never') return 'lifetime';
+  const n = /^nhour:(\d+)$/.exec(period);
+  return n ? `per ${n[1]} h` : `per ${period}`;
+}
+
+/**
+ * BudgetInputs({value: {usd, period}, onChange, hint}) → the amount in USD (kept as the typed
+ * decimal string: money is never turned into a float) and its period.
+ */
+export function BudgetInputs({ value, onChange, hint = 'USD; empty: no budget' }) {
+  const set = (k) => (v) => onChange({ ...value, [k]: v });
+  const known = BUDGET_PERIOD_OPTIONS.some((o) => o.value === value.period);
+  const options = known || !value.period ? BUDGET_PERIOD_OPTIONS : [...BUDGET_PERIOD_OPTIONS, { value: value.period, label: value.period }];
+  return html`<div class="form-row">
+    <${TextInput} label="Budget (USD)" hint=${hint} value=${value.usd} onValue=${set('usd')}
+      inputmode="decimal" autocomplete="off" placeholder="25" />
+    <${SelectInput} label="Budget period" value=${value.period || 'month'} onValue=${set('period')} options=${options} />
+  </div>`;
+}
+
+/** Budget fields into their API form: `{usd, period}`, or undefined for an empty amount. Throws naming the field. */
+export function budgetBody(b) {
+  const usd = String(b.usd ?? '').trim();
+  if (usd === '') return undefined;
+  if (!/^\d+(\.\d+)?$/.test(usd)) throw new Error(`Budget (USD): "${usd}" is not an amount in dollars (like 25 or 2.50)`);
+  return { usd, period: b.period || 'month' };
+}
+
+/** usd(s) → '$0.0012' from the API's decimal string, shown as given ('—' for none). */
+export const usd = (s) => (s === null || s === undefined || s === '' ? '—' : `$${s}`);
 
 /**
  * parseNumber(label, text, {int, min, required}) → undefined for an empty field, else the number;
@@ -241,6 +283,23 @@ export function UsageBar({ used, total, label, detail }) {
       <div class="bar-fill" style=${{ width: `${pct}%` }}></div>
     </div>
     <span class="usage-text">${fmtTokens(u)} / ${fmtTokens(total)}${detail ? html` <span class="muted">${detail}</span>` : null}</span>
+  </div>`;
+}
+
+/**
+ * BudgetBar({budget: {usd, period, spent_usd, percent}, label}) → a progressbar at the API's
+ * `percent` with "$spent / $usd per period" (the amounts as the API wrote them).
+ */
+export function BudgetBar({ budget: b, label }) {
+  const pct = Math.max(0, Number(b.percent) || 0);
+  const kind = pct >= 100 ? 'bad' : pct >= 80 ? 'warn' : 'ok';
+  const text = `${usd(b.spent_usd)} of ${usd(b.usd)} ${budgetPeriodText(b.period)}`;
+  return html`<div class="usage">
+    <div class=${`bar bar-${kind}`} role="progressbar" aria-label=${label} aria-valuemin="0" aria-valuemax="100"
+      aria-valuenow=${Math.min(pct, 100)} aria-valuetext=${`${text} (${pct}%)`}>
+      <div class="bar-fill" style=${{ width: `${Math.min(pct, 100)}%` }}></div>
+    </div>
+    <span class="usage-text">${text} <span class="muted">${pct}%</span></span>
   </div>`;
 }
 

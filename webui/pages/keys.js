@@ -1,5 +1,5 @@
-// Keys: the gateway keys clients send (GET /keys, masked), their model scope, route group and
-// token quota with its use; create (the secret shown once), edit, revoke.
+// Keys: the gateway keys clients send (GET /keys, masked), their model scope, route group,
+// token quota and USD budget with their use; create (the secret shown once), edit, budget, revoke.
 import { html, useState, useMemo, useRef } from '../lib.js';
 import { api } from '../api.js';
 import {
@@ -7,7 +7,7 @@ import {
 } from '../ui.js';
 import {
   TextInput, QuotaInputs, quotaBody, FormError, ConfirmAction, useSubmit, newFormId, str, enc, periodText,
-  modelCatalog, UsageBar, Chips, copyText,
+  modelCatalog, UsageBar, Chips, copyText, BudgetInputs, budgetBody, BudgetBar,
 } from './forms.js';
 
 /** Splits free text into scope entries (commas, spaces or new lines). */
@@ -71,6 +71,7 @@ function CreateDialog({ options, onCreated, onClose }) {
   const [models, setModels] = useState(['*']);
   const [group, setGroup] = useState('default');
   const [quota, setQuota] = useState({ token_quota: '', period: '', hours: '' });
+  const [budget, setBudget] = useState({ usd: '', period: 'month' });
   const { busy, error, submit } = useSubmit();
   const [formId] = useState(newFormId);
   const groups = [...new Set(options.routes.map((r) => r.group))];
@@ -81,6 +82,8 @@ function CreateDialog({ options, onCreated, onClose }) {
       if (!n) throw new Error('Name: required (shown in logs; never the key itself)');
       if (models.length === 0) throw new Error('Model scope: choose at least one entry, or the key could use nothing');
       const body = { name: n, models, group: group.trim() || 'default', ...quotaBody(quota) };
+      const b = budgetBody(budget);
+      if (b) body.budget = b;
       return api('POST', '/keys', body);
     });
     if (r) onCreated(r);
@@ -97,7 +100,8 @@ function CreateDialog({ options, onCreated, onClose }) {
       </div>
       <${ScopePicker} value=${models} onChange=${setModels} models=${options.models} routes=${options.routes} />
       <${QuotaInputs} value=${quota} onChange=${setQuota} />
-      <p class="small muted">Past its quota in a period the key gets 429 until the window rolls over.</p>
+      <${BudgetInputs} value=${budget} onChange=${setBudget} />
+      <p class="small muted">Past its quota or budget in a period the key gets 429 until the window rolls over.</p>
       <${FormError} error=${error} />
     </form>
   <//>`;
@@ -170,7 +174,51 @@ function EditDialog({ keyRow, options, onSaved, onClose }) {
   <//>`;
 }
 
+/** BudgetDialog: set (`PATCH {budget: {usd, period}}`) or lift (`{budget: null}`) a key's budget; config keys too. */
+function BudgetDialog({ keyRow, onSaved, onClose }) {
+  const [budget, setBudget] = useState({ usd: keyRow.budget?.usd ?? '', period: keyRow.budget?.period ?? 'month' });
+  const { busy, error, submit } = useSubmit();
+  const [formId] = useState(newFormId);
+  const patch = async (budgetOf, done) => {
+    const r = await submit(async () => api('PATCH', `/keys/${enc(keyRow.name)}`, { budget: budgetOf() }));
+    if (r) {
+      toast(done, 'ok');
+      onSaved();
+    }
+  };
+  const save = (e) => {
+    e?.preventDefault();
+    return patch(() => {
+      const b = budgetBody(budget);
+      if (!b) throw new Error('Budget (USD): give an amount, or lift the budget');
+      return b;
+    }, `Budget of ${keyRow.name} saved`);
+  };
+  return html`<${Modal} title=${`Budget of ${keyRow.name}`} onClose=${onClose} footer=${html`
+      <${Button} onClick=${onClose}>Cancel<//>
+      ${keyRow.budget ? html`<${Button} variant="danger" busy=${busy}
+        onClick=${() => patch(() => null, `Budget of ${keyRow.name} lifted`)}>Lift budget<//>` : null}
+      <${Button} variant="primary" type="submit" form=${formId} busy=${busy}>Save budget<//>`}>
+    <form id=${formId} class="stack" onSubmit=${save} novalidate>
+      ${keyRow.budget ? html`<${BudgetBar} budget=${keyRow.budget} label=${`Budget use of ${keyRow.name}`} />` : null}
+      <${BudgetInputs} value=${budget} onChange=${setBudget} hint="USD the key may spend in each period" />
+      <p class="small muted">Past its budget the key gets 429 (<code>budget_exceeded</code>) until the window rolls over.
+        Calls of models without a price are not counted.</p>
+      <${FormError} error=${error} />
+    </form>
+  <//>`;
+}
+
 // ---------------------------------------------------------------------------------------------
+
+function budgetCell(k) {
+  if (!k.budget) return html`<span class="muted">no budget</span>`;
+  const b = k.budget;
+  return html`<div>
+    <${BudgetBar} budget=${b} label=${`Budget use of ${k.name}`} />
+    ${b.resets_at_ms ? html`<div class="small muted"><span title=${fmtTime(b.resets_at_ms)}>resets ${fmtAgo(b.resets_at_ms)}</span></div>` : null}
+  </div>`;
+}
 
 function usageCell(k) {
   if (!k.token_quota) {
@@ -198,9 +246,11 @@ export default function KeysPage() {
     { key: 'models', label: 'Models', render: (k) => html`<${Chips} items=${k.models} empty="none" />` },
     { key: 'group', label: 'Group', render: (k) => k.group ?? 'default' },
     { key: 'usage', label: 'Usage', render: usageCell },
+    { key: 'budget', label: 'Budget', render: budgetCell },
     { key: 'actions', label: 'Actions', class: 'actions', render: (k) => html`<div class="btn-group">
       <${Button} size="sm" aria-label=${k.origin === 'config' ? `Edit scope of ${k.name}` : `Edit key ${k.name}`}
         onClick=${() => setDialog({ kind: 'edit', k })}>${k.origin === 'config' ? 'Edit scope' : 'Edit'}<//>
+      <${Button} size="sm" aria-label=${`Budget of ${k.name}`} onClick=${() => setDialog({ kind: 'budget', k })}>Budget<//>
       <${Button} size="sm" variant="danger" aria-label=${`Revoke ${k.name}`} onClick=${() => setDialog({ kind: 'revoke', k })}>Revoke<//>
     </div>` },
   ];
@@ -222,6 +272,8 @@ export default function KeysPage() {
       onCreated=${(created) => { setDialog({ kind: 'secret', created }); keys.reload(); }} />` : null}
     ${d?.kind === 'secret' ? html`<${SecretDialog} created=${d.created} onClose=${close} />` : null}
     ${d?.kind === 'edit' ? html`<${EditDialog} keyRow=${d.k} options=${options} onClose=${close}
+      onSaved=${() => { close(); keys.reload(); }} />` : null}
+    ${d?.kind === 'budget' ? html`<${BudgetDialog} keyRow=${d.k} onClose=${close}
       onSaved=${() => { close(); keys.reload(); }} />` : null}
     ${d?.kind === 'revoke' ? html`<${ConfirmAction} danger title=${`Revoke key ${d.k.name}`} confirmLabel="Revoke key"
       message=${d.k.origin === 'config'

@@ -91,6 +91,14 @@ function tokens(r) {
   return r.usage_estimated ? html`<span title="estimated by the gateway: the upstream reported no usage">${t}</span>` : t;
 }
 
+/** The attempt's cost as the API wrote it: '$0.0000054', '~$…' when estimated, 'unknown' without a price. */
+function cost(r) {
+  if (r.cost_unknown) return html`<span class="status-warn" title="the model has no price: not counted in spend or budgets">unknown</span>`;
+  if (r.cost_usd == null) return '—';
+  const t = `${r.cost_estimated ? '~' : ''}$${r.cost_usd}`;
+  return r.cost_estimated ? html`<span title="estimated: priced on usage the gateway estimated">${t}</span>` : t;
+}
+
 function LogRowView({ r, child, group: g, expanded, onToggle, onOpen, now }) {
   const failed = r.error || (r.status != null && r.status >= 400);
   return html`<tr class=${`clickable ${failed ? 'row-error' : ''} ${child ? 'group-child' : ''}`} tabindex="0"
@@ -106,6 +114,7 @@ function LogRowView({ r, child, group: g, expanded, onToggle, onOpen, now }) {
       ${g && g.children.length ? html` <${Pill} kind="info" title=${`fusion ${r.fusion_id}`}>fusion ×${g.children.length + 1}<//>` : null}</td>
     <td class="trunc" title=${`${r.source}/${r.model}`}><span>${r.source || '—'}</span><span class="faint"> / </span><span>${r.model || '—'}</span></td>
     <td class="num nowrap">${tokens(r)}</td>
+    <td class="num nowrap">${cost(r)}</td>
     <td class="num nowrap">${fmtMs(r.first_byte_ms)}</td>
     <td class="num nowrap">${fmtMs(r.total_ms)}</td>
     <td class="trunc" title=${r.message ?? ''}>${r.error ? html`<code>${r.error}</code> ` : null}<span class="muted">${r.message ?? ''}</span></td>
@@ -135,6 +144,9 @@ function Detail({ row: r, onClose }) {
       ['Tokens in', r.tokens_in == null ? '—' : `${fmtNum(r.tokens_in)}${r.usage_estimated ? ' (estimated)' : ''}`],
       ['Tokens out', r.tokens_out == null ? '—' : `${fmtNum(r.tokens_out)}${r.usage_estimated ? ' (estimated)' : ''}`],
       ['Tokens cached', r.tokens_cached == null ? '—' : fmtNum(r.tokens_cached)],
+      ['Tokens cache write', r.tokens_cache_write == null ? '—' : fmtNum(r.tokens_cache_write)],
+      ['Cost', r.cost_unknown ? 'unknown (the model has no price)'
+        : r.cost_usd == null ? '—' : `${r.cost_estimated ? '~' : ''}$${r.cost_usd}${r.cost_estimated ? ' (estimated)' : ''}`],
       ['Usage estimated', yes(r.usage_estimated)],
       ['Stream', yes(r.stream)],
       ['Affinity hit', yes(r.affinity_hit)],
@@ -253,7 +265,7 @@ export default function LogsPage() {
         <thead><tr>
           <th scope="col"><span class="sr-only">Group</span></th><th scope="col">Time</th><th scope="col">Status</th>
           <th scope="col">Key</th><th scope="col">Mode / route</th><th scope="col">Source / model</th>
-          <th scope="col" class="num">Tokens in / out</th><th scope="col" class="num">First byte</th>
+          <th scope="col" class="num">Tokens in / out</th><th scope="col" class="num">Cost</th><th scope="col" class="num">First byte</th>
           <th scope="col" class="num">Total</th><th scope="col">Error</th>
         </tr></thead>
         <tbody>${groups.map((g) => {

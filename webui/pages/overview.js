@@ -1,4 +1,5 @@
-// Overview: traffic charts over a range, top sources and models, slots not healthy right now.
+// Overview: traffic charts over a range, top sources and models, slots not healthy right now,
+// and today's spend (with a warning when models without a price serve traffic).
 import { html, useState, useEffect, useRef, useMemo } from '../lib.js';
 import uPlot from '../vendor/uPlot.esm.js';
 import {
@@ -136,6 +137,33 @@ function inFor(ms) {
   return s < 60 ? `in ${s}s` : s < 3600 ? `in ${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s` : `in ${Math.round(s / 3600)}h`;
 }
 
+/** Spend since 00:00 UTC (one /spend call a tick) and, from /prices once, unpriced models serving. */
+function SpendToday({ tick }) {
+  const today = Math.floor(tick / 86_400_000) * 86_400_000;
+  const spend = useApi(`/spend?by=day&since_ms=${today}`, [tick]);
+  const prices = useApi('/prices');
+  const serving = prices.data?.unpriced_serving ?? [];
+  const requests = (spend.data?.rows ?? []).reduce((n, r) => n + r.requests, 0);
+  let body;
+  if (spend.error && !spend.data) body = html`<${ErrorBox} error=${spend.error} onRetry=${spend.reload} />`;
+  else if (!spend.data) body = html`<${Loading} />`;
+  else {
+    body = html`<div class="row" data-testid="spend-today">
+      <span class="stat-value">$${spend.data.total_usd}</span>
+      <span class="stat-sub">since 00:00 UTC · ${fmtNum(requests)} requests${spend.data.unpriced ? ` · ${fmtNum(spend.data.unpriced)} unpriced` : ''}</span>
+    </div>`;
+  }
+  return html`<${Card} title="Spend today" actions=${html`<a href="#/spend" class="small">Spend</a>`}>
+    <div class="stack">
+      ${body}
+      ${serving.length ? html`<div class="state warnbox" role="alert">
+        <span><strong>${serving.length === 1 ? '1 unpriced model' : `${serving.length} unpriced models`} serving traffic</strong>:
+          their cost is counted nowhere. <a href="#/spend">Set a price on the Spend page</a>.</span>
+      </div>` : null}
+    </div>
+  <//>`;
+}
+
 function CoolingNow() {
   const health = useApi('/health', [], { refreshMs: REFRESH_MS });
   const fetched = useRef({ at: Date.now(), data: null });
@@ -220,6 +248,7 @@ export default function OverviewPage() {
         onChange=${(v) => { setRange(v); setTick(Date.now()); try { localStorage.setItem(RANGE_KEY, v); } catch { /* ignore */ } }} />
       <${Button} size="sm" onClick=${() => setTick(Date.now())}>Refresh<//>
     <//>
+    <${SpendToday} tick=${tick} />
     ${stats.error && !stats.data ? html`<${ErrorBox} error=${stats.error} onRetry=${stats.reload} />` : null}
     ${firstLoad ? html`<${Loading} />` : noTraffic ? html`<${Empty}>
         No requests in the last ${r.label}. Send one from the <a href="#/playground">Playground</a> or point a client at <code>/v1/chat/completions</code>.

@@ -2,6 +2,7 @@
 //! Every step collects errors instead of stopping at the first, so one run shows them all.
 
 mod keys;
+mod prices;
 mod routes;
 mod settings;
 mod sources;
@@ -105,6 +106,9 @@ const TOP_LEVEL: &[&str] = &[
     "metrics",
     "stored_responses",
     "adapters",
+    "pricing",
+    "prices",
+    "budgets",
     "keys",
     "sources",
     "routes",
@@ -187,7 +191,9 @@ fn parse_runtime(text: &str) -> (RuntimeFile, Vec<FieldError>) {
         "keys",
         "deleted_keys",
         "key_scopes",
+        "key_budgets",
         "channel_selection",
+        "prices",
     ];
     let env = |_: &str| None;
     let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env: &env, positions: Default::default() };
@@ -222,7 +228,9 @@ fn parse_runtime(text: &str) -> (RuntimeFile, Vec<FieldError>) {
         keys: c.list(&top, "keys"),
         deleted_keys: c.field(&top, "deleted_keys").unwrap_or_default(),
         key_scopes: c.field(&top, "key_scopes").unwrap_or_default(),
+        key_budgets: c.field(&top, "key_budgets").unwrap_or_default(),
         channel_selection: c.field(&top, "channel_selection"),
+        prices: c.list(&top, "prices"),
     };
     (runtime, c.errors)
 }
@@ -237,6 +245,7 @@ pub fn with_runtime(base: &Config, runtime: &RuntimeFile, adapters: &[&str]) -> 
     known.extend(adapter_names(&base.settings.adapter_dir));
     c.check_sources(&runtime.sources, &known);
     c.check_routes(&runtime.routes, &config.routes, &config.sources);
+    c.check_prices(&runtime.prices, "prices", &config.sources);
     for (i, name) in runtime.deleted_sources.iter().enumerate() {
         if !base.sources.iter().any(|s| &s.name == name) {
             c.error(&format!("deleted_sources[{i}]"), format!("no base source named `{name}`"), "remove the entry");
@@ -350,6 +359,10 @@ impl Collector<'_> {
         let keys: Vec<KeyConfig> = self.list(&top, "keys");
         let sources: Vec<SourceConfig> = self.list(&top, "sources");
         let routes: Vec<RouteConfig> = self.list(&top, "routes");
+        let prices: Vec<crate::config::PriceOverride> = self.list(&top, "prices");
+        let budgets: Vec<crate::config::GroupBudget> = self.list(&top, "budgets");
+        self.check_prices(&prices, "prices", &sources);
+        self.check_budgets(&budgets);
         self.check_keys(&keys);
         self.check_public_keys(&keys, settings.listen);
         let mut known: Vec<String> = adapters.iter().map(|s| s.to_string()).collect();
@@ -376,6 +389,8 @@ impl Collector<'_> {
             auto: AutoChains::default(),
             runtime_keys: Vec::new(),
             source_templates: Vec::new(),
+            prices,
+            budgets,
         })
     }
 

@@ -93,6 +93,7 @@ impl Collector<'_> {
         self.check_sandbox(&sandbox, (body_limit_mb as usize) << 20);
         self.check_adapter_policies(&adapter_policies, &sandbox);
         self.check_scoring(&scoring);
+        let pricing: crate::config::PricingConfig = self.field(top, "pricing").unwrap_or_default();
         Settings {
             listen,
             admin_token,
@@ -117,6 +118,7 @@ impl Collector<'_> {
             telegram,
             shared_state,
             adapters: adapter_policies,
+            pricing,
         }
     }
 

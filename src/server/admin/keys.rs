@@ -1,5 +1,6 @@
 //! Gateway keys: config.yaml's (scope changeable at run time) and keys created here, whose
-//! generated secret is shown once and kept only as a digest. Usage against each key's quota.
+//! generated secret is shown once and kept only as a digest. Usage against each key's quota
+//! and budget.
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::{body, conflict, not_found};
 use crate::config::{GroupName, KeyConfig, KeyName, RuntimeKey, mask};
+use crate::domain::{Account, Budget, Usd};
 use crate::scheduler::PeriodName;
 use crate::server::Gateway;
 use crate::server::auth::{digest_hex, id_of_digest_hex, id_of_secret};
@@ -19,12 +21,27 @@ use crate::server::error::ApiError;
 
 fn key_json(gw: &Gateway, k: &KeyConfig, id: Option<&str>, origin: &str, shown_key: String) -> Value {
     let quota = k.quota();
+    let tokens = Account::Tokens(k.name.clone());
     json!({
         "name": k.name, "origin": origin, "key": shown_key, "models": k.models, "group": k.group,
         "token_quota": k.token_quota, "period": k.period, "hours": k.hours,
-        "used": quota.map(|q| gw.scheduler.key_used(&k.name, q.period)),
+        "used": quota.map(|q| gw.scheduler.key_used(&tokens, q.period)),
         "resets_at_ms": quota.and_then(|q| gw.scheduler.window_end(q.period)).map(|t| t.0),
+        "budget": k.budget.map(|b| budget_json(gw, &Account::KeyUsd(k.name.clone()), &b)),
         "stored_response_bytes_today": id.map(|id| gw.stored_budget.used(gw, id)),
+    })
+}
+
+/// A budget and where its account stands: spent in the current window (every replica's),
+/// the share of the limit, when it starts over.
+pub fn budget_json(gw: &Gateway, account: &Account, budget: &Budget) -> Value {
+    let spent = gw.scheduler.key_used(account, budget.period);
+    let limit = budget.limit();
+    json!({
+        "usd": budget.usd, "period": budget.period,
+        "spent_usd": Usd::from_pico(spent.min(i64::MAX as u64) as i64),
+        "percent": if limit == 0 { 100 } else { (spent as u128 * 100 / limit as u128).min(10_000) as u64 },
+        "resets_at_ms": gw.scheduler.window_end(budget.period).map(|t| t.0),
     })
 }
 
@@ -65,6 +82,7 @@ struct NewKey {
     #[serde(default)]
     period: PeriodName,
     hours: Option<u32>,
+    budget: Option<Budget>,
 }
 
 fn everything() -> Vec<String> {
@@ -91,6 +109,7 @@ pub async fn create(State(gw): State<Arc<Gateway>>, bytes: Bytes) -> Result<(Sta
         period: request.period,
         hours: request.hours,
         created_ms: gw.scheduler.now().0,
+        budget: request.budget,
     };
     let name = key.name.clone();
     gw.edit(|file, config| {
@@ -116,18 +135,36 @@ struct KeyChange {
     token_quota: Option<u64>,
     period: Option<PeriodName>,
     hours: Option<u32>,
+    /// A budget (`{"usd": "10", "period": "month"}`), or `null` to lift it.
+    #[serde(default)]
+    budget: Option<Value>,
 }
 
-/// `PATCH /admin/api/keys/{name}`: scope of any key; group and quota of runtime keys.
+/// `budget` of a change: absent → no change; `null` → none; else the budget.
+fn budget_change(budget: Option<Value>) -> Result<Option<Option<Budget>>, ApiError> {
+    match budget {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(None)),
+        Some(v) => serde_json::from_value(v)
+            .map(|b| Some(Some(b)))
+            .map_err(|e| ApiError::invalid_request(format!("budget: {e}")).param("budget")),
+    }
+}
+
+/// `PATCH /admin/api/keys/{name}`: scope and budget of any key; group and quota of runtime keys.
 pub async fn update(
     State(gw): State<Arc<Gateway>>,
     Path(name): Path<String>,
     bytes: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let change: KeyChange = body(&bytes)?;
+    let budget = budget_change(change.budget)?;
     let key_name = KeyName::new(name.clone());
     gw.edit(|file, config| {
         if let Some(k) = file.keys.iter_mut().find(|k| k.name == key_name) {
+            if let Some(budget) = budget {
+                k.budget = budget;
+            }
             if let Some(models) = change.models {
                 k.models = models;
             }
@@ -156,6 +193,9 @@ pub async fn update(
         if let Some(models) = change.models {
             file.key_scopes.insert(key_name.clone(), models);
         }
+        if let Some(budget) = budget {
+            file.key_budgets.insert(key_name.clone(), budget);
+        }
         Ok(())
     })
     .await?;
@@ -175,6 +215,7 @@ pub async fn delete(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) ->
                 return Err(not_found("key", &name));
             };
             file.key_scopes.remove(&key_name);
+            file.key_budgets.remove(&key_name);
             file.deleted_keys.push(key_name.clone());
             Ok(Some(id_of_secret(k.key.expose())))
         })

@@ -7,6 +7,7 @@ mod chains;
 mod health;
 mod in_process;
 mod keys;
+mod money;
 mod openapi;
 mod routes;
 mod settings;
@@ -62,6 +63,9 @@ pub fn router(gateway: Arc<Gateway>) -> Router<Arc<Gateway>> {
         .route("/route-providers/{id}", axum::routing::patch(routes::update_provider).delete(routes::remove_provider))
         .route("/keys", get(keys::list).post(keys::create))
         .route("/keys/{name}", get(keys::show).patch(keys::update).delete(keys::delete))
+        .route("/prices", get(money::list).put(money::set).delete(money::delete))
+        .route("/spend", get(money::spend))
+        .route("/budgets", get(money::budgets))
         .route("/openapi.json", get(openapi::document));
     // Keyway's paths for the same operations, so its tooling keeps working.
     let keyway = Router::new()

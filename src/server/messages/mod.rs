@@ -59,6 +59,7 @@ pub async fn messages(
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
+        cost: &Default::default(),
         native: Some(native),
     };
     let reply = dispatch(gw, &key, call).await?;
@@ -125,6 +126,7 @@ pub async fn count_tokens(
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
+        cost: &Default::default(),
         native: None,
     };
     let (route, candidates, mode) = super::scope::plan_candidates(&key, &call)?;

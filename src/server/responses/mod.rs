@@ -93,6 +93,7 @@ pub async fn responses(
         runtime: &runtime,
         depth: 0,
         fusion_id: None,
+        cost: &Default::default(),
         native: Some(Native { protocol: Protocol::OpenAiResponses, body: &forwarded, headers: &incoming.headers }),
     };
     let echo = encode::Echo {
