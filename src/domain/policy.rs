@@ -109,4 +109,6 @@ pub enum ChannelSelection {
     Order,
     /// By the `priority_orders` list for the model.
     Priority,
+    /// The cheapest first (input plus output price; unpriced last), healthy before cooling.
+    Cheapest,
 }

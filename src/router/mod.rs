@@ -35,6 +35,8 @@ pub struct Planned<'a> {
     pub resolved: Resolved<'a>,
     pub tier: u32,
     pub quota: Option<Quota>,
+    /// Its price (1M input + 1M output tokens), once the door that knows prices set it.
+    pub price: Option<crate::domain::Usd>,
 }
 
 /// What a request's model resolved to.
@@ -98,7 +100,7 @@ pub fn auto_chain(config: &Config, kind: ModelKind) -> Vec<Planned<'_>> {
             .iter()
             .flat_map(|source| source.models.iter().map(move |model| Resolved { source, model }))
             .filter(|r| r.model.kind == kind)
-            .map(|resolved| Planned { resolved, tier: 1, quota: None })
+            .map(|resolved| Planned { resolved, tier: 1, quota: None, price: None })
             .collect();
     };
     let mut out = Vec::new();
@@ -107,7 +109,12 @@ pub fn auto_chain(config: &Config, kind: ModelKind) -> Vec<Planned<'_>> {
             // A slot naming only a model takes the sources that serve that name plainly.
             let plain = |m: &&ModelConfig| slot.source.is_some() || !m.qualified_only;
             if let Some(model) = source.model(&slot.model).filter(|m| m.kind == kind).filter(plain) {
-                out.push(Planned { resolved: Resolved { source, model }, tier: slot.tier, quota: slot.quota });
+                out.push(Planned {
+                    resolved: Resolved { source, model },
+                    tier: slot.tier,
+                    quota: slot.quota,
+                    price: None,
+                });
             }
         }
     }
@@ -122,7 +129,7 @@ pub fn route_candidates<'a>(config: &'a Config, route: &'a RouteConfig) -> Vec<P
         .filter_map(|p| {
             let source = config.source(&p.source)?;
             let model = source.model(&p.model)?;
-            Some(Planned { resolved: Resolved { source, model }, tier: p.priority, quota: None })
+            Some(Planned { resolved: Resolved { source, model }, tier: p.priority, quota: None, price: None })
         })
         .collect();
     if matches!(route.mode, RouteMode::Direct) {

@@ -18,7 +18,7 @@ pub use score::{Stats, score};
 
 pub use crate::domain::{
     Account, AffinityPolicy, Clock, CooldownPolicy, Failure, ManualClock, Period, PeriodName, Quota, ScoringPolicy,
-    SlotKey, SystemClock, UnixMs, Usage,
+    SlotKey, SystemClock, UnixMs, Usage, Usd,
 };
 
 use crate::config::{ChannelSelection, Config, SourceName};
@@ -39,6 +39,8 @@ pub struct Candidate<'a> {
     pub tier: u32,
     pub quota: Option<Quota>,
     pub probe: bool,
+    /// Its price (1M input + 1M output tokens), for `cheapest` ordering.
+    pub price: Option<Usd>,
 }
 
 /// Why a candidate was left out.
@@ -182,6 +184,7 @@ impl Scheduler {
         match self.selection.load(std::sync::atomic::Ordering::Relaxed) {
             x if x == ChannelSelection::Order as u8 => ChannelSelection::Order,
             x if x == ChannelSelection::Priority as u8 => ChannelSelection::Priority,
+            x if x == ChannelSelection::Cheapest as u8 => ChannelSelection::Cheapest,
             _ => ChannelSelection::Smart,
         }
     }
@@ -233,7 +236,8 @@ impl Scheduler {
                 }
             }
             let health = inner.health.get(&key);
-            let candidate = Candidate { resolved: p.resolved, tier: p.tier, quota: p.quota, probe: false };
+            let candidate =
+                Candidate { resolved: p.resolved, tier: p.tier, quota: p.quota, probe: false, price: p.price };
             let (healthy, probes) = tiers.entry(p.tier).or_default();
             let probe_after = self.policy.cooldown.probe_after();
             match health.map_or(Admission::Healthy, |h| h.admission(now, p.resolved.source.max_concurrent, probe_after))
@@ -278,6 +282,8 @@ impl Scheduler {
                 now,
                 &self.policy.scoring,
             ),
+            // Unpriced candidates last: what costs an unknown amount is not the cheap choice.
+            ChannelSelection::Cheapest => tier.sort_by_key(|c| c.price.map_or((1, Usd::ZERO), |p| (0, p))),
             ChannelSelection::Priority => {
                 let orders = &self.policy.priority_orders;
                 if let Some(list) = orders.get(model).or_else(|| orders.get("*")) {

@@ -34,7 +34,7 @@ fn candidates<'a>(c: &'a Config, model: &'a str) -> Vec<Planned<'a>> {
     match route(c, model, crate::config::ModelKind::Chat, &crate::config::GroupName::default()) {
         Resolution::Auto { candidates, .. } => candidates,
         Resolution::Named(named) => {
-            named.into_iter().map(|resolved| Planned { resolved, tier: 0, quota: None }).collect()
+            named.into_iter().map(|resolved| Planned { resolved, tier: 0, quota: None, price: None }).collect()
         }
         Resolution::Route { .. } | Resolution::Unknown => panic!("not a model: {model}"),
     }

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use super::call::{Call, RequestCost};
+use super::error::ApiError;
 use crate::config::ModelKind;
-use crate::domain::{Account, Cost, Counts, Period, Price, UnixMs, Usd};
+use crate::domain::{Account, Cost, Counts, PerMillion, Period, Price, UnixMs, Usd};
 use crate::provider::Tally;
 
 /// What a request asks for that its price depends on, read once from its body.
@@ -46,6 +47,65 @@ impl Asked {
     }
 }
 
+/// Says the most a client will pay, in USD per 1M tokens: `input=3, output=15` (either alone).
+pub const MAX_PRICE_HEADER: &str = "x-switchyard-max-price";
+
+/// A client's price limit: candidates dearer than this (or without a price) are not tried.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MaxPrice {
+    pub input: Option<PerMillion>,
+    pub output: Option<PerMillion>,
+}
+
+impl MaxPrice {
+    /// The request's `x-switchyard-max-price`, if it has one; a malformed one is refused (a
+    /// limit read wrong would spend what the client refused to).
+    pub fn from_headers(headers: &axum::http::HeaderMap) -> Result<Option<MaxPrice>, ApiError> {
+        let Some(value) = headers.get(MAX_PRICE_HEADER) else { return Ok(None) };
+        let bad = |why: String| {
+            ApiError::invalid_request(format!(
+                "{MAX_PRICE_HEADER}: {why} (write USD per 1M tokens, e.g. `input=3, output=15`)"
+            ))
+            .param(MAX_PRICE_HEADER)
+            .code("invalid_max_price")
+        };
+        let text = value.to_str().map_err(|_| bad("not text".into()))?;
+        let mut limit = MaxPrice::default();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, amount) = part
+                .split_once('=')
+                .ok_or_else(|| bad(format!("`{}` is not name=amount", part.chars().take(40).collect::<String>())))?;
+            let amount = PerMillion::parse(amount).map_err(|e| bad(e.to_string()))?;
+            match name.trim() {
+                "input" | "prompt" => limit.input = Some(amount),
+                "output" | "completion" => limit.output = Some(amount),
+                other => {
+                    return Err(bad(format!(
+                        "`{}` is neither input nor output",
+                        other.chars().take(40).collect::<String>()
+                    )));
+                }
+            }
+        }
+        if limit == MaxPrice::default() {
+            return Err(bad("it names no limit".into()));
+        }
+        Ok(Some(limit))
+    }
+
+    /// Why `price` (for a prompt of `prompt` tokens, at `at`) is over this limit; `None`
+    /// when it is within it.
+    pub fn refuses(&self, price: Option<&Price>, prompt: u64, at: UnixMs) -> Option<String> {
+        let Some(price) = price else { return Some("it has no price".into()) };
+        let rates = price.rates_for(at, prompt);
+        let over = |limit: Option<PerMillion>, rate: Option<PerMillion>, what: &str| {
+            let (limit, rate) = (limit?, rate.unwrap_or_default());
+            (rate > limit).then(|| format!("its {what} price ${rate} per 1M tokens is over ${limit}"))
+        };
+        over(self.input, rates.input, "input").or_else(|| over(self.output, rates.output, "output"))
+    }
+}
+
 /// How one served answer is billed when its books close.
 pub struct Bill {
     /// The serving candidate's price; `None`: unpriced.
@@ -77,6 +137,27 @@ impl Bill {
 mod tests {
     use super::*;
     use crate::domain::{PerMillion, Rates};
+
+    #[test]
+    fn a_max_price_reads_both_limits_and_refuses_what_is_over_or_unpriced() {
+        let headers = |v: &str| {
+            let mut h = axum::http::HeaderMap::new();
+            h.insert(MAX_PRICE_HEADER, v.parse().unwrap());
+            h
+        };
+        let limit = MaxPrice::from_headers(&headers("input=3, output=15")).unwrap().unwrap();
+        assert_eq!(limit.input.unwrap().to_string(), "3");
+        for bad in ["input=abc", "cost=3", "3", "", "input=-1"] {
+            assert!(MaxPrice::from_headers(&headers(bad)).is_err(), "{bad}");
+        }
+        assert_eq!(MaxPrice::from_headers(&axum::http::HeaderMap::new()).unwrap(), None);
+        let pm = |t: &str| Some(PerMillion::parse(t).unwrap());
+        let sonnet = Price::flat(Rates { input: pm("3"), output: pm("15"), ..Rates::default() });
+        let opus = Price::flat(Rates { input: pm("15"), output: pm("75"), ..Rates::default() });
+        assert_eq!(limit.refuses(Some(&sonnet), 10, UnixMs(0)), None, "at the limit is within it");
+        assert!(limit.refuses(Some(&opus), 10, UnixMs(0)).unwrap().contains("input price $15"));
+        assert!(limit.refuses(None, 10, UnixMs(0)).unwrap().contains("no price"));
+    }
 
     #[test]
     fn the_worst_case_is_the_dearest_candidates() {

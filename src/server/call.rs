@@ -102,6 +102,8 @@ pub struct Call<'a> {
     pub native: Option<Native<'a>>,
     /// What the client's request has cost so far, over every call made for it.
     pub cost: &'a Arc<RequestCost>,
+    /// The most the client will pay per token (`x-switchyard-max-price`).
+    pub max_price: Option<super::bill::MaxPrice>,
 }
 
 /// What one client request has cost, summed over every call made for it (fusion's candidates

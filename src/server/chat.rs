@@ -54,6 +54,7 @@ pub async fn chat_completions(
         depth: 0,
         fusion_id: None,
         cost: &Default::default(),
+        max_price: crate::server::bill::MaxPrice::from_headers(&incoming.headers)?,
         native: Some(Native { protocol: Protocol::OpenAiChat, body: &bytes, headers: &incoming.headers }),
     };
     let reply = dispatch(gw, &key, call).await?;

@@ -107,20 +107,13 @@ async fn serve(
     let operation = attempt::operation(call.kind);
     // Every call counts against the key, the ones the gateway makes on its behalf too.
     let prompt_estimate = crate::provider::prompt_estimate(call.body.text());
-    // Each candidate's price, and the most the call can cost on any of them: set aside
-    // against the key's budgets until its books are closed.
-    let costs = gw.settings.pricing.costs;
-    let priced: Vec<(SlotKey, Option<Arc<crate::domain::Price>>)> = if costs {
-        let prices = &call.runtime.prices;
-        candidates
-            .iter()
-            .map(|p| (SlotKey::of(&p.resolved), prices.price(p.resolved.source, p.resolved.model).map(|p| p.price)))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let now = gw.scheduler.now();
+    let (candidates, priced) = price_candidates(gw, call, candidates, prompt_estimate, now)?;
     let asked = bill::Asked::of(call);
-    let worst = asked.worst_case(priced.iter().filter_map(|(_, p)| p.as_deref()), prompt_estimate, gw.scheduler.now());
+    // The most the call can cost on any candidate, set aside against the key's budgets until
+    // its books are closed.
+    let worst = asked.worst_case(priced.iter().filter_map(|(_, p)| p.as_deref()), prompt_estimate, now);
+    let costs = gw.settings.pricing.costs;
     let mut reservation =
         Some(admission::admit(gw, key, &call.runtime.config, call.body.text(), prompt_estimate, worst)?);
     let accounts: Vec<_> = if costs {
@@ -238,6 +231,48 @@ async fn serve(
         gw.notices.push(gw.scheduler.now(), call.model, &error.message);
     }
     Err(error)
+}
+
+/// Each candidate's slot and price (`None`: unpriced).
+type SlotPrices = Vec<(SlotKey, Option<Arc<crate::domain::Price>>)>;
+
+/// Each candidate's price (when costs are kept, or the client set a maximum): candidates over
+/// the client's `x-switchyard-max-price` are left out (refused when none is left), and each
+/// keeps its price for `cheapest` ordering.
+fn price_candidates<'a>(
+    gw: &Gateway,
+    call: &Call<'a>,
+    mut candidates: Vec<Planned<'a>>,
+    prompt: u64,
+    now: UnixMs,
+) -> Result<(Vec<Planned<'a>>, SlotPrices), ApiError> {
+    if !gw.settings.pricing.costs && call.max_price.is_none() {
+        return Ok((candidates, Vec::new()));
+    }
+    let prices = &call.runtime.prices;
+    let mut priced = Vec::with_capacity(candidates.len());
+    let mut refused = Vec::new();
+    candidates.retain_mut(|p| {
+        let price = prices.price(p.resolved.source, p.resolved.model).map(|p| p.price);
+        if let Some(why) = call.max_price.and_then(|limit| limit.refuses(price.as_deref(), prompt, now)) {
+            refused.push(format!("{}: {why}", p.resolved.qualified()));
+            return false;
+        }
+        p.price = price.as_ref().map(|p| p.blended(now));
+        priced.push((SlotKey::of(&p.resolved), price));
+        true
+    });
+    if candidates.is_empty() && !refused.is_empty() {
+        return Err(ApiError::invalid_request(format!(
+            "no candidate for `{}` is within {}: {}",
+            call.model,
+            bill::MAX_PRICE_HEADER,
+            refused.join("; ")
+        ))
+        .param(bill::MAX_PRICE_HEADER)
+        .code("no_candidate_under_max_price"));
+    }
+    Ok((candidates, priced))
 }
 
 /// A quota error from an upstream rests the slot until its quota window ends (when it has one).

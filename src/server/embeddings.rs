@@ -54,6 +54,7 @@ pub async fn embeddings(
         depth: 0,
         fusion_id: None,
         cost: &Default::default(),
+        max_price: crate::server::bill::MaxPrice::from_headers(&incoming.headers)?,
         native: None,
     };
     match dispatch(gw, &key, call).await?.answer {

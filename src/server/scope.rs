@@ -75,7 +75,7 @@ pub fn plan_candidates<'a>(
             let planned = allowed
                 .into_iter()
                 .filter(|r| r.model.kind == call.kind)
-                .map(|resolved| Planned { resolved, tier: 0, quota: None })
+                .map(|resolved| Planned { resolved, tier: 0, quota: None, price: None })
                 .collect();
             Ok((None, planned, LogMode::Model))
         }

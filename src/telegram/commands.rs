@@ -28,7 +28,7 @@ pub const MENU: &[(&str, &str)] = &[
     ("clear", "clear cooldowns: /clear [source [model]]"),
     ("affinity_clear", "drop session-affinity bindings: /affinity_clear [source]"),
     ("stats_reset", "reset the smart scorer's statistics"),
-    ("mode", "order within a tier: /mode smart|order|priority"),
+    ("mode", "order within a tier: /mode smart|order|priority|cheapest"),
     ("keys", "gateway keys (masked) and their quota use"),
     ("disable", "stop routing to a source: /disable source"),
     ("enable", "route to a source again: /enable source"),
@@ -57,7 +57,7 @@ pub fn parse(text: &str) -> Option<Command> {
         "stats_reset" => Command::StatsReset,
         "mode" => match first {
             Some(mode) => Command::Mode(mode.to_ascii_lowercase()),
-            None => Command::Unknown("/mode needs smart, order or priority".into()),
+            None => Command::Unknown("/mode needs smart, order, priority or cheapest".into()),
         },
         "keys" => Command::Keys,
         "disable" => first.map_or(Command::Unknown("/disable needs a source name".into()), Command::Disable),

@@ -14,6 +14,7 @@ mod anthropic_upstream;
 mod authoring;
 mod chat;
 mod config_check;
+mod costs;
 mod deepseek_upstream;
 mod detect;
 mod embeddings;

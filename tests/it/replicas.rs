@@ -23,6 +23,9 @@ use crate::support::{KEY, chat_body};
 const ADMIN: &str = "replica-tests-admin-token-0123456789abcdef";
 /// A key with a token quota of 30 an hour: one fixture answer (21 tokens) fits, two do not.
 const CAPPED: &str = "sk-capped-replica-key-0123456789";
+/// A key with a budget of $0.03 a day: at $1000 per 1M tokens one fixture answer costs $0.021.
+const BUDGETED: &str = "sk-budgeted-replica-key-0123456";
+const PRICED: &str = "prices: [{model: m, input: '1000', output: '1000'}]";
 /// How long a condition the replicas should reach may take before the test fails.
 const PATIENCE: Duration = Duration::from_secs(20);
 
@@ -100,7 +103,7 @@ fn config(redis: &RedisServer, name: &str, prefix: &str, sources: &[(&str, &Upst
 
 fn keys() -> String {
     format!(
-        "  - {{name: tester, key: {KEY}, models: ['*']}}\n  - {{name: capped, key: {CAPPED}, models: ['*'], token_quota: 30, period: hour}}\n"
+        "  - {{name: tester, key: {KEY}, models: ['*']}}\n  - {{name: capped, key: {CAPPED}, models: ['*'], token_quota: 30, period: hour}}\n  - {{name: budgeted, key: {BUDGETED}, models: ['*'], budget: {{usd: '0.03', period: day}}}}\n"
     )
 }
 
@@ -264,6 +267,33 @@ async fn a_keys_quota_and_a_sources_rpm_hold_across_both_replicas() {
         assert_ne!(status, 200, "the minute's 3 requests are spent across both: {body}");
     }
     assert_eq!(up2.hits(), 3);
+}
+
+#[tokio::test]
+async fn a_keys_budget_holds_across_both_replicas() {
+    let redis = RedisServer::start();
+    let up = Upstream::start().await;
+    let sources = [("first", &up)];
+    let p = pair(&redis, &sources, &sources, PRICED);
+    let ask = chat_body("m", false);
+    let (status, _, body) = chat(&p.a, BUDGETED, &ask).await;
+    assert_eq!(status, 200, "{body}");
+    synced(&p.a).await;
+    synced(&p.b).await;
+    let (_, key) = admin(&p.b, reqwest::Method::GET, "/admin/api/keys/budgeted", None).await;
+    assert_eq!(key["budget"]["spent_usd"], "0.021", "B counts what A spent: {key}");
+    let (status, _, body) = chat(&p.b, BUDGETED, &ask).await;
+    assert_eq!(status, 200, "$0.021 of $0.03 spent: one more call is admitted ({body})");
+    synced(&p.b).await;
+    synced(&p.a).await;
+    for gw in [&p.a, &p.b] {
+        let (status, _, body) = chat(gw, BUDGETED, &ask).await;
+        assert_eq!(status, 429, "{body}");
+        assert_eq!(body["error"]["code"], "budget_exceeded", "{body}");
+        let (_, budgets) = admin(gw, reqwest::Method::GET, "/admin/api/budgets", None).await;
+        assert_eq!(budgets["keys"][0]["spent_usd"], "0.042", "both replicas' spend: {budgets}");
+    }
+    assert_eq!(up.hits(), 2);
 }
 
 #[tokio::test]

@@ -80,7 +80,8 @@ async fn a_request_continues_the_clients_trace_upstream_and_exports_its_attempt_
     let dir = tempfile::tempdir().unwrap();
     let config = format!(
         "telemetry: {{otlp_endpoint: '{endpoint}', service_name: switchyard-test}}\n\
-         sources:\n  - {{name: up, base_url: '{}', models: [{{name: m, upstream: 'say:traced answer'}}]}}\n",
+         sources:\n  - {{name: up, base_url: '{}', models: [{{name: m, upstream: 'say:traced answer'}}]}}\n\
+         prices: [{{model: m, input: '2', output: '8'}}]\n",
         mock.url
     );
     let gateway = Binary::start(dir.path(), &config);
@@ -123,4 +124,6 @@ async fn a_request_continues_the_clients_trace_upstream_and_exports_its_attempt_
     assert_eq!(text("gen_ai.response.finish_reasons"), "stop");
     assert_eq!(number("gen_ai.usage.input_tokens"), 10, "the mock's prompt tokens");
     assert_eq!(number("gen_ai.usage.output_tokens"), ("traced answer".len() / 4) as i64);
+    // 10 in × $2 + 3 out × $8 per 1M.
+    assert_eq!(attribute(attempt, "switchyard.cost_usd"), Some(AnyValue::DoubleValue(0.000044)));
 }

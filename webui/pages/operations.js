@@ -7,6 +7,7 @@ const SELECTIONS = [
   { value: 'smart', label: 'Smart', desc: 'By score (latency × recent success), with some exploration.' },
   { value: 'order', label: 'Order', desc: 'Config order (chain order for AUTO).' },
   { value: 'priority', label: 'Priority', desc: 'By priority_orders per model; unlisted sources follow in config order.' },
+  { value: 'cheapest', label: 'Cheapest', desc: 'The lowest price (input + output per 1M tokens) first; unpriced models last.' },
 ];
 
 const count = (r) => r?.cleared ?? r?.reset ?? 0;

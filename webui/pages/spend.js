@@ -5,7 +5,7 @@ import uPlot from '../vendor/uPlot.esm.js';
 import { api, query } from '../api.js';
 import {
   useApi, Loading, ErrorBox, Card, PageHeader, Segmented, Table, Button, Pill, toast,
-  fmtNum, fmtTokens, fmtTime, fmtAgo, LOCALE,
+  fmtNum, fmtTokens, fmtTime, fmtAgo,
 } from '../ui.js';
 import {
   TextInput, SelectInput, FormError, ConfirmAction, useSubmit, usd, BudgetBar,
@@ -27,8 +27,8 @@ const RANGE_KEY = 'switchyard.spend_range';
 
 const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 
-/** A chart tick (a plain number, never money arithmetic): '$0.0000054', no exponent. */
-const tick = (v) => (v === 0 ? '$0' : `$${v.toLocaleString(LOCALE, { maximumSignificantDigits: 3, maximumFractionDigits: 12 })}`);
+/** A chart tick (a plain number, never money arithmetic): '$0.0000054', no exponent, '.' as the API writes it. */
+const tick = (v) => (v === 0 ? '$0' : `$${v.toLocaleString('en', { maximumSignificantDigits: 3 })}`);
 
 /** Every UTC day of [since, until) with its row of GET /spend?by=day (zero when none). */
 function daySeries(rows, since, until) {
@@ -53,8 +53,8 @@ function SpendChart({ days }) {
   }, []);
   const daysRef = useRef(days);
   daysRef.current = days;
-  // Numbers for drawing only; the text shown comes from the strings.
-  const data = (list) => [list.map((d) => d.t / 1000), list.map((d) => Number(d.row.cost_usd))];
+  // Numbers for drawing only (no bar for a day without spend); the text shown comes from the strings.
+  const data = (list) => [list.map((d) => d.t / 1000), list.map((d) => Number(d.row.cost_usd) || null)];
 
   useEffect(() => {
     const el = box.current;
@@ -62,6 +62,8 @@ function SpendChart({ days }) {
     const axis = css('--fg-muted'), grid = css('--border');
     const opts = {
       width: Math.max(200, el.clientWidth), height: 200,
+      // Days are UTC days: the axis says so too.
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'UTC'),
       cursor: { drag: { x: false, y: false } },
       scales: {
         x: { time: true, range: (u, min, max) => [min - DAY / 2000, max + DAY / 2000] },
@@ -72,7 +74,7 @@ function SpendChart({ days }) {
         { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, size: 84, values: (u, vals) => vals.map(tick) },
       ],
       series: [
-        { value: (u, v, si, i) => (i == null ? '—' : daysRef.current[i]?.row.name ?? '—') },
+        { label: 'Day (UTC)', value: (u, v, si, i) => (i == null ? '—' : daysRef.current[i]?.row.name ?? '—') },
         {
           label: 'Spend', stroke: css('--accent'), fill: `${css('--accent')}88`, width: 1,
           paths: uPlot.paths.bars({ size: [0.7, 48] }), points: { show: false },
@@ -105,7 +107,7 @@ function SpendChart({ days }) {
 }
 
 function Stat({ label, value, sub, ...rest }) {
-  return html`<div class="stat" ...${rest}><div class="stat-label">${label}</div><div class="stat-value">${value}</div>${sub ? html`<div class="stat-sub">${sub}</div>` : null}</div>`;
+  return html`<div class="stat" ...${rest}><div class="stat-label">${label}</div><div class="stat-value wrap-any">${value}</div>${sub ? html`<div class="stat-sub">${sub}</div>` : null}</div>`;
 }
 
 function spendColumns(by) {
@@ -203,12 +205,12 @@ function PriceForm({ sources, models, onSaved }) {
         options=${[{ value: '', label: 'every source' }, ...sources.map((s) => ({ value: s, label: s }))]} />
       <${TextInput} label="Model" value=${f.model} onValue=${set('model')} list="price-models" autocomplete="off" required />
       <datalist id="price-models">${models.map((m) => html`<option key=${m} value=${m} />`)}</datalist>
-      <${TextInput} label="Input" hint="USD per 1M tokens" value=${f.input} onValue=${set('input')} inputmode="decimal" autocomplete="off" />
-      <${TextInput} label="Output" hint="USD per 1M tokens" value=${f.output} onValue=${set('output')} inputmode="decimal" autocomplete="off" />
-      <${TextInput} label="Cached input" hint="optional, per 1M" value=${f.cached_input} onValue=${set('cached_input')} inputmode="decimal" autocomplete="off" />
+      <${TextInput} label="Input" value=${f.input} onValue=${set('input')} inputmode="decimal" autocomplete="off" placeholder="0.15" />
+      <${TextInput} label="Output" value=${f.output} onValue=${set('output')} inputmode="decimal" autocomplete="off" placeholder="0.60" />
+      <${TextInput} label="Cached input" value=${f.cached_input} onValue=${set('cached_input')} inputmode="decimal" autocomplete="off" placeholder="optional" />
     </div>
     <div class="row"><${Button} type="submit" variant="primary" busy=${busy}>Set price<//>
-      <span class="small muted">Replaces a run-time price of the same source and model; kept in the runtime file.</span></div>
+      <span class="small muted">USD per 1M tokens. Replaces a run-time price of the same source and model; kept in the runtime file.</span></div>
     <${FormError} error=${error} />
   </form>`;
 }
@@ -243,7 +245,7 @@ function Prices({ prices }) {
       <${Table} caption="Model prices" rows=${d.models} rowKey=${(m) => `${m.source}\u0000${m.model}`} columns=${columns}
         empty="No model has a price." />
       ${d.unpriced.length ? html`<p class="small muted" data-testid="unpriced-configured">Configured without a price (not charged):
-        ${d.unpriced.map((m, i) => html`<span key=${i}>${i ? ', ' : ' '}<span class="tag">${m.source}/${m.model}</span></span>`)}</p>` : null}
+        ${d.unpriced.map((m, i) => html`<span key=${i}>${i ? ', ' : ' '}<span class="mono wrap-any">${m.source}/${m.model}</span></span>`)}</p>` : null}
       <${PriceForm} sources=${sources} models=${models} onSaved=${prices.reload} />
     </div>
     ${r ? html`<${ConfirmAction} danger title="Remove run-time price" confirmLabel="Remove price"
@@ -258,8 +260,8 @@ function UnpricedServing({ list }) {
   return html`<div class="state warnbox" role="alert" data-testid="unpriced-serving">
     <strong>Unpriced models serving traffic</strong>
     <span>These served requests in the last 30 days without a price: their cost is in no total and no budget. Set a price below.</span>
-    <ul>${list.map((m, i) => html`<li key=${i}><span class="mono">${m.source}/${m.model}</span>
-      <span class="muted"> · ${fmtNum(m.attempts)} attempts, last <span title=${fmtTime(m.last_at_ms)}>${fmtAgo(m.last_at_ms)}</span></span></li>`)}</ul>
+    <ul>${list.map((m, i) => html`<li key=${i} class="wrap-any"><span class="mono">${m.source}/${m.model}</span>
+      <span class="muted"> · ${fmtNum(m.attempts)} attempt${m.attempts === 1 ? '' : 's'}, last <span title=${fmtTime(m.last_at_ms)}>${fmtAgo(m.last_at_ms)}</span></span></li>`)}</ul>
   </div>`;
 }
 
@@ -310,7 +312,7 @@ export default function SpendPage() {
       <${Stat} label="Estimated" value=${fmtNum(sum((x) => x.estimated))} sub="attempts priced on estimated usage" />
       <${Stat} label="Unpriced" value=${fmtNum(daily.data.unpriced)} sub="attempts not in the total" />
     </div>
-    <${Card} title="Spend per day" class="chart"><${SpendChart} days=${days} /><//>` : html`<${Loading} />`}
+    <${Card} title="Spend per day" class="chart"><${SpendChart} days=${days} /><//>` : daily.error ? null : html`<${Loading} />`}
     <${Card} title=${`Spend by ${by}`} actions=${html`<${Segmented} label="Group by" options=${BY} value=${by} onChange=${setBy} />`}>
       ${table}
     <//>

@@ -29,7 +29,7 @@ pub async fn show(State(gw): State<Arc<Gateway>>) -> Json<Value> {
     }))
 }
 
-/// `PUT /admin/api/settings` with `{"channel_selection": "smart" | "order" | "priority"}`.
+/// `PUT /admin/api/settings` with `{"channel_selection": "smart" | "order" | "priority" | "cheapest"}`.
 pub async fn change(State(gw): State<Arc<Gateway>>, bytes: Bytes) -> Result<Json<Value>, ApiError> {
     let change: Change = body(&bytes)?;
     if let Some(selection) = change.channel_selection {

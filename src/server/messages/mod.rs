@@ -60,6 +60,7 @@ pub async fn messages(
         depth: 0,
         fusion_id: None,
         cost: &Default::default(),
+        max_price: crate::server::bill::MaxPrice::from_headers(&incoming.headers)?,
         native: Some(native),
     };
     let reply = dispatch(gw, &key, call).await?;
@@ -127,6 +128,7 @@ pub async fn count_tokens(
         depth: 0,
         fusion_id: None,
         cost: &Default::default(),
+        max_price: crate::server::bill::MaxPrice::from_headers(&incoming.headers)?,
         native: None,
     };
     let (route, candidates, mode) = super::scope::plan_candidates(&key, &call)?;

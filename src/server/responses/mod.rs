@@ -94,6 +94,7 @@ pub async fn responses(
         depth: 0,
         fusion_id: None,
         cost: &Default::default(),
+        max_price: crate::server::bill::MaxPrice::from_headers(&incoming.headers)?,
         native: Some(Native { protocol: Protocol::OpenAiResponses, body: &forwarded, headers: &incoming.headers }),
     };
     let echo = encode::Echo {

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 const WIDTH = 390;
 const PAGES = [
   ['overview', 'Overview'], ['sources', 'Sources'], ['adapters', 'Adapters'], ['priority', 'Priority'],
-  ['routes', 'Routes'], ['keys', 'Keys'], ['logs', 'Logs'], ['playground', 'Playground'], ['operations', 'Operations'],
+  ['routes', 'Routes'], ['keys', 'Keys'], ['spend', 'Spend'], ['logs', 'Logs'], ['playground', 'Playground'],
+  ['operations', 'Operations'],
 ];
 
 export default async function (ctx) {
