@@ -136,8 +136,13 @@ struct KeyChange {
     period: Option<PeriodName>,
     hours: Option<u32>,
     /// A budget (`{"usd": "10", "period": "month"}`), or `null` to lift it.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     budget: Option<Value>,
+}
+
+/// A field that is present, `null` included (serde would read `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 /// `budget` of a change: absent → no change; `null` → none; else the budget.
