@@ -56,13 +56,33 @@ impl Usd {
 
     /// For gauges and spans only (never summed back into the books).
     pub fn as_f64(self) -> f64 {
-        self.as_decimal().to_f64().unwrap_or(f64::MAX)
+        self.0 as f64 / 1e12
     }
 }
 
 impl fmt::Display for Usd {
+    /// The shortest exact decimal ("0.000207", "12"): whole dollars, then the pico-dollars
+    /// without their trailing zeros. Integer arithmetic: it is written for every answer.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.as_decimal())
+        const PER_USD: u64 = 1_000_000_000_000;
+        let pico = self.0.unsigned_abs();
+        if self.0 < 0 {
+            f.write_str("-")?;
+        }
+        write!(f, "{}", pico / PER_USD)?;
+        let mut frac = pico % PER_USD;
+        if frac == 0 {
+            return Ok(());
+        }
+        // Twelve digits, then the trailing zeros dropped; on the stack.
+        let mut digits = [b'0'; 12];
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        let end = digits.iter().rposition(|d| *d != b'0').map_or(0, |i| i + 1);
+        f.write_str(".")?;
+        f.write_str(std::str::from_utf8(&digits[..end]).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -323,6 +343,12 @@ mod tests {
     fn amounts_are_exact_and_print_back_as_written() {
         assert_eq!(Usd::parse("0.04").unwrap().pico(), 40_000_000_000);
         assert_eq!(Usd::parse("12").unwrap().to_string(), "12");
+        for text in ["0", "0.5", "1.000000000001", "0.000207", "9223372.036854775807", "100"] {
+            let usd = Usd::parse(text).unwrap();
+            assert_eq!(usd.to_string(), text, "printed as written");
+            assert_eq!(usd.to_string(), usd.as_decimal().to_string(), "as the decimal prints it");
+        }
+        assert_eq!(Usd::from_pico(-1_500_000_000_000).to_string(), "-1.5");
         assert_eq!(Usd::parse(" 0.000000000001 ").unwrap().pico(), 1);
         assert!(matches!(Usd::parse("0.0000000000001"), Err(MoneyError::TooPrecise(..))));
         assert!(matches!(Usd::parse("-1"), Err(MoneyError::Negative(_))));

@@ -83,22 +83,42 @@ impl PriceBook {
     /// entry for the model the upstream is sent (by the source's provider when several list
     /// it). `None`: unpriced, never taken as free.
     pub fn price(&self, source: &SourceConfig, model: &ModelConfig) -> Option<Priced> {
-        let operator =
-            self.overrides.iter().filter(|(o, ..)| o.matches(&source.name, &model.name)).max_by_key(|(o, ..)| o.rank());
-        if let Some((_, price, origin)) = operator {
-            return Some(Priced { price: price.clone(), origin: origin.clone() });
-        }
-        let entry = self.table.lookup(model.upstream_name(), provider_of(source))?;
-        Some(Priced {
-            price: entry.price.clone(),
-            origin: Origin::Table {
-                provider: entry.provider.clone(),
-                model: entry.model.clone(),
-                status: entry.status.clone(),
-                checked: entry.checked.clone(),
+        Some(match self.find(source, model)? {
+            Found::Operator(price, origin) => Priced { price: price.clone(), origin: origin.clone() },
+            Found::Table(entry) => Priced {
+                price: entry.price.clone(),
+                origin: Origin::Table {
+                    provider: entry.provider.clone(),
+                    model: entry.model.clone(),
+                    status: entry.status.clone(),
+                    checked: entry.checked.clone(),
+                },
             },
         })
     }
+
+    /// The price alone, as a request needs it (nothing copied but a reference count).
+    pub fn rate(&self, source: &SourceConfig, model: &ModelConfig) -> Option<Arc<Price>> {
+        Some(match self.find(source, model)? {
+            Found::Operator(price, _) => price.clone(),
+            Found::Table(entry) => entry.price.clone(),
+        })
+    }
+
+    fn find(&self, source: &SourceConfig, model: &ModelConfig) -> Option<Found<'_>> {
+        let operator =
+            self.overrides.iter().filter(|(o, ..)| o.matches(&source.name, &model.name)).max_by_key(|(o, ..)| o.rank());
+        if let Some((_, price, origin)) = operator {
+            return Some(Found::Operator(price, origin));
+        }
+        self.table.lookup(model.upstream_name(), provider_of(source)).map(Found::Table)
+    }
+}
+
+/// Where [`PriceBook::find`] found a price.
+enum Found<'a> {
+    Operator(&'a Arc<Price>, &'a Origin),
+    Table(&'a Entry),
 }
 
 /// The table's provider a source bills as: by its host first (an OpenAI-compatible adapter

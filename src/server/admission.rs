@@ -47,19 +47,19 @@ pub fn budgets(key: &KeyEntry, config: &crate::config::Config) -> Vec<(Account, 
     own.into_iter().chain(group).collect()
 }
 
-/// Admits one call of `key` with request `unified`, setting aside its estimated tokens against
-/// its token quota and `worst` (what it can cost at most) against its budgets and its group's;
+/// Admits one call of `key`, setting aside `tokens` (its prompt estimate and the completion it
+/// may ask for) against its token quota and `worst` (what it can cost at most) against its
+/// budgets and its group's;
 /// a key or group that has spent its allowance (counting what calls in flight set aside) gets
 /// 429.
 pub fn admit(
     gw: &Arc<Gateway>,
     key: &KeyEntry,
     config: &crate::config::Config,
-    unified: &str,
-    prompt_estimate: u64,
+    tokens: u64,
     worst: Usd,
 ) -> Result<Reservation, ApiError> {
-    let mut held = admit_tokens(gw, key, prompt_estimate.saturating_add(completion_reserve(unified)))?;
+    let mut held = admit_tokens(gw, key, tokens)?;
     if !gw.settings.pricing.costs {
         return Ok(held);
     }

@@ -15,7 +15,7 @@ use super::error::ApiError;
 use crate::config::{KeyName, RouteMode};
 use crate::provider::{AttemptError, StreamEnd};
 use crate::scheduler::{self, Period, SlotKey};
-use crate::state::LogRow;
+use crate::state::{Charge, LogRow};
 
 /// How a request found its candidates: the log rows' `mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,8 +197,10 @@ impl Books {
         row.tokens_cached = tally.cached_tokens;
         row.tokens_cache_write = tally.cache_write_tokens;
         row.usage_estimated = tally.estimated;
+        let mut charges = Vec::new();
         if let Some(bill) = &self.bill {
-            let cost = bill.cost(&tally, self.gw.scheduler.now());
+            let now = self.gw.scheduler.now();
+            let cost = bill.cost(&tally, now);
             match cost {
                 Some(cost) => {
                     row.cost_usd = Some(cost.usd);
@@ -207,6 +209,8 @@ impl Books {
                     let pico = cost.usd.pico().max(0) as u64;
                     for (account, period) in &bill.accounts {
                         self.gw.scheduler.add_key_usage(account, *period, pico);
+                        let window_start = period.window(now).0;
+                        charges.push(Charge { account: account.clone(), period: *period, window_start });
                     }
                 }
                 None => row.cost_unknown = true,
@@ -241,6 +245,6 @@ impl Books {
         }
         // The real tokens are counted: the key's set-aside ones go back.
         drop(self.reservation);
-        self.gw.log(row, &self.log);
+        self.gw.log_charged(row, &self.log, charges);
     }
 }

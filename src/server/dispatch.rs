@@ -115,7 +115,7 @@ async fn serve(
     let worst = asked.worst_case(priced.iter().filter_map(|(_, p)| p.as_deref()), prompt_estimate, now);
     let costs = gw.settings.pricing.costs;
     let mut reservation =
-        Some(admission::admit(gw, key, &call.runtime.config, call.body.text(), prompt_estimate, worst)?);
+        Some(admission::admit(gw, key, &call.runtime.config, prompt_estimate.saturating_add(asked.completion), worst)?);
     let accounts: Vec<_> = if costs {
         admission::budgets(key, &call.runtime.config).into_iter().map(|(a, b)| (a, b.period)).collect()
     } else {
@@ -182,7 +182,10 @@ async fn serve(
                     reservation: reservation.take().expect("one answer per request"),
                     span,
                     bill: costs.then(|| bill::Bill {
-                        price: priced.iter().find(|(s, _)| *s == slot).and_then(|(_, p)| p.clone()),
+                        price: priced
+                            .iter()
+                            .find(|(model, _)| std::ptr::eq(*model, candidate.resolved.model))
+                            .and_then(|(_, p)| p.clone()),
                         image_variant: asked.image_variant.clone(),
                         accounts: accounts.clone(),
                         request: call.cost.clone(),
@@ -233,8 +236,9 @@ async fn serve(
     Err(error)
 }
 
-/// Each candidate's slot and price (`None`: unpriced).
-type SlotPrices = Vec<(SlotKey, Option<Arc<crate::domain::Price>>)>;
+/// Each candidate's model entry (its identity: one entry per source and model) and price
+/// (`None`: unpriced).
+type ModelPrices<'a> = Vec<(&'a crate::config::ModelConfig, Option<Arc<crate::domain::Price>>)>;
 
 /// Each candidate's price (when costs are kept, or the client set a maximum): candidates over
 /// the client's `x-switchyard-max-price` are left out (refused when none is left), and each
@@ -245,7 +249,7 @@ fn price_candidates<'a>(
     mut candidates: Vec<Planned<'a>>,
     prompt: u64,
     now: UnixMs,
-) -> Result<(Vec<Planned<'a>>, SlotPrices), ApiError> {
+) -> Result<(Vec<Planned<'a>>, ModelPrices<'a>), ApiError> {
     if !gw.settings.pricing.costs && call.max_price.is_none() {
         return Ok((candidates, Vec::new()));
     }
@@ -253,13 +257,13 @@ fn price_candidates<'a>(
     let mut priced = Vec::with_capacity(candidates.len());
     let mut refused = Vec::new();
     candidates.retain_mut(|p| {
-        let price = prices.price(p.resolved.source, p.resolved.model).map(|p| p.price);
+        let price = prices.rate(p.resolved.source, p.resolved.model);
         if let Some(why) = call.max_price.and_then(|limit| limit.refuses(price.as_deref(), prompt, now)) {
             refused.push(format!("{}: {why}", p.resolved.qualified()));
             return false;
         }
         p.price = price.as_ref().map(|p| p.blended(now));
-        priced.push((SlotKey::of(&p.resolved), price));
+        priced.push((p.resolved.model, price));
         true
     });
     if candidates.is_empty() && !refused.is_empty() {

@@ -276,10 +276,15 @@ impl Gateway {
 
     /// Records an attempt: its metrics, and its request-log row (journaled when this returns).
     pub fn log(&self, row: LogRow, context: &books::LogContext) {
+        self.log_charged(row, context, Vec::new());
+    }
+
+    /// Logs an attempt whose cost is charged to `charges` (budgets) in the same write.
+    pub fn log_charged(&self, row: LogRow, context: &books::LogContext, charges: Vec<crate::state::Charge>) {
         if self.settings.metrics.enabled {
             self.observe(&row, context);
         }
-        self.state.log(row);
+        self.state.log_charged(row, charges);
     }
 
     fn observe(&self, row: &LogRow, context: &books::LogContext) {

@@ -48,9 +48,10 @@ pub(crate) enum Change {
     PruneBindings(UnixMs),
     Usage(QuotaKey, Usage),
     KeyUsage(KeyName, Period, Usage),
-    /// A money account's window (a key's or a group's budget), in pico-dollars.
-    Spend(Account, Period, Usage),
     Log(Box<LogRow>),
+    /// A served attempt's row and the budgets its cost (`cost_usd`) is added to: one journal
+    /// write for both, and increments, so their order does not matter.
+    Charged(Box<LogRow>, Vec<Charge>),
     PruneLogs(u64),
     Response(Box<StoredResponse>),
     /// (owner, id)
@@ -58,6 +59,15 @@ pub(crate) enum Change {
     /// Every turn of the key with this id.
     DeleteOwnerResponses(String),
     PruneResponses(u64),
+}
+
+/// One budget a served attempt's cost is added to: the account, its period, and the window the
+/// attempt fell in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Charge {
+    pub account: Account,
+    pub period: Period,
+    pub window_start: UnixMs,
 }
 
 /// Handle to the journal and the writer thread (which owns its own connection).
@@ -113,6 +123,15 @@ impl StateStore {
     /// row), in the database within `BATCH_WINDOW`.
     pub fn log(&self, row: LogRow) {
         self.send(Change::Log(Box::new(row)));
+    }
+
+    /// Logs a served attempt whose cost is added to `charges` (budgets) in the same write.
+    pub fn log_charged(&self, row: LogRow, charges: Vec<Charge>) {
+        self.send(if charges.is_empty() {
+            Change::Log(Box::new(row))
+        } else {
+            Change::Charged(Box::new(row), charges)
+        });
     }
 
     /// Deletes log rows older than `before_ms`.
@@ -230,7 +249,8 @@ impl Persist for StateStore {
                 StateChange::Stats(key, stats) => Change::Stats(key, stats),
                 StateChange::Usage(key, usage) => Change::Usage(key, usage),
                 StateChange::KeyUsage(Account::Tokens(key), period, usage) => Change::KeyUsage(key, period, usage),
-                StateChange::KeyUsage(account, period, usage) => Change::Spend(account, period, usage),
+                // A budget's spend is kept through the log rows that charge it (`charged`).
+                StateChange::KeyUsage(..) => continue,
                 StateChange::Bind(fingerprint, key, at) => Change::Bind(fingerprint, key, at),
                 StateChange::ClearBindings(source) => Change::ClearBindings(source),
                 StateChange::PruneBindings(before) => Change::PruneBindings(before),
@@ -310,6 +330,37 @@ mod tests {
         assert_eq!(loaded.usage.len(), 1);
         assert_eq!(loaded.usage[&quota], usage);
         assert_eq!(loaded.key_usage[&(Account::Tokens(KeyName::new("alice")), Period::Month)], usage);
+    }
+
+    #[test]
+    fn charged_rows_add_their_cost_to_each_budgets_window_once_in_any_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let alice = Account::KeyUsd(KeyName::new("alice"));
+        let team = Account::GroupUsd(crate::config::GroupName::new("team"));
+        let row = |pico| LogRow { cost_usd: Some(crate::domain::Usd::from_pico(pico)), ..LogRow::default() };
+        let charge = |account: &Account, start| Charge {
+            account: account.clone(),
+            period: Period::Day,
+            window_start: UnixMs(start),
+        };
+        let store = StateStore::start(&path).unwrap();
+        store.log_charged(row(5), vec![charge(&alice, 86_400_000), charge(&team, 86_400_000)]);
+        store.log_charged(row(7), vec![charge(&alice, 86_400_000)]);
+        // The next day starts over; a late row of the day before changes nothing.
+        store.log_charged(row(11), vec![charge(&team, 2 * 86_400_000)]);
+        store.log_charged(row(13), vec![charge(&team, 86_400_000)]);
+        // Whole values from the scheduler are not written for money: the rows carry it.
+        store.keep(vec![StateChange::KeyUsage(
+            alice.clone(),
+            Period::Day,
+            Usage { window_start: UnixMs(0), tokens: 999 },
+        )]);
+        store.flush();
+        drop(store);
+        let loaded = StateStore::start(&path).unwrap().take_loaded();
+        assert_eq!(loaded.key_usage[&(alice, Period::Day)], Usage { window_start: UnixMs(86_400_000), tokens: 12 });
+        assert_eq!(loaded.key_usage[&(team, Period::Day)], Usage { window_start: UnixMs(2 * 86_400_000), tokens: 11 });
     }
 
     #[test]

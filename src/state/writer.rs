@@ -32,15 +32,17 @@ pub(super) fn writer(mut conn: Connection, queue: &queue::Queue<Item>, journal: 
         let mut last = None;
         let result = (|| -> rusqlite::Result<()> {
             let tx = conn.transaction()?;
+            let mut charges = Charges::default();
             for item in batch {
                 match item {
                     Item::Flush(done) => flushed.push(done),
                     Item::Change(seq, change) => {
-                        apply(&tx, change)?;
+                        apply(&tx, change, &mut charges)?;
                         last = Some(seq);
                     }
                 }
             }
+            charges.apply(&tx)?;
             if let Some(seq) = last {
                 set_applied(&tx, seq)?;
             }
@@ -86,7 +88,40 @@ fn run(tx: &rusqlite::Transaction<'_>, sql: &str, params: impl rusqlite::Params)
     tx.prepare_cached(sql)?.execute(params)
 }
 
-fn apply(tx: &rusqlite::Transaction<'_>, change: Change) -> rusqlite::Result<()> {
+/// What a batch's rows charge to budgets, summed per window: one upsert per budget a batch,
+/// however many rows charged it.
+#[derive(Default)]
+struct Charges(std::collections::HashMap<super::Charge, i64>);
+
+impl Charges {
+    fn add(&mut self, charge: super::Charge, pico: i64) {
+        let sum = self.0.entry(charge).or_default();
+        *sum = sum.saturating_add(pico);
+    }
+
+    /// Each sum added to its window (in window order); a newer window starts over, an older
+    /// one is past.
+    fn apply(self, tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+        let mut sums: Vec<_> = self.0.into_iter().collect();
+        sums.sort_by_key(|(charge, _)| charge.window_start);
+        for (charge, pico) in sums {
+            let Some(account) = charge.account.stored_name() else { continue };
+            let (period, start) = (charge.period.to_string(), charge.window_start.0 as i64);
+            tx.prepare_cached(
+                "INSERT INTO budget_usage (account, period, window_start, pico) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(account, period) DO UPDATE SET
+                     pico = CASE WHEN excluded.window_start > window_start THEN excluded.pico
+                                 WHEN excluded.window_start = window_start THEN pico + excluded.pico
+                                 ELSE pico END,
+                     window_start = MAX(window_start, excluded.window_start)",
+            )?
+            .execute(params![account, period, start, pico])?;
+        }
+        Ok(())
+    }
+}
+
+fn apply(tx: &rusqlite::Transaction<'_>, change: Change, charges: &mut Charges) -> rusqlite::Result<()> {
     match change {
         Change::Cooldown(key, None) => {
             run(tx, "DELETE FROM cooldowns WHERE source = ?1 AND model = ?2", params![key.source.as_str(), key.model])?;
@@ -174,15 +209,6 @@ fn apply(tx: &rusqlite::Transaction<'_>, change: Change) -> rusqlite::Result<()>
                 params![key.as_str(), period.to_string(), usage.window_start.0 as i64, usage.tokens as i64],
             )?;
         }
-        Change::Spend(account, period, usage) => {
-            let Some(name) = account.stored_name() else { return Ok(()) };
-            run(
-                tx,
-                "INSERT INTO budget_usage (account, period, window_start, pico) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(account, period) DO UPDATE SET window_start = ?3, pico = ?4",
-                params![name, period.to_string(), usage.window_start.0 as i64, usage.tokens as i64],
-            )?;
-        }
         Change::PruneLogs(before) => {
             let pruned = logs::prune(tx, before)?;
             if pruned > 0 {
@@ -190,6 +216,13 @@ fn apply(tx: &rusqlite::Transaction<'_>, change: Change) -> rusqlite::Result<()>
             }
         }
         Change::Log(row) => logs::insert(tx, &row)?,
+        Change::Charged(row, charged) => {
+            logs::insert(tx, &row)?;
+            let pico = row.cost_usd.map_or(0, crate::domain::Usd::pico);
+            for charge in charged {
+                charges.add(charge, pico);
+            }
+        }
         Change::Response(stored) => responses::insert(tx, &stored)?,
         Change::DeleteResponse(owner, id) => responses::delete(tx, &owner, &id)?,
         Change::DeleteOwnerResponses(owner) => {
@@ -217,9 +250,11 @@ pub(super) fn replay(conn: &mut Connection, entries: Vec<(u64, Change)>) -> rusq
     let Some(last) = pending.iter().map(|(seq, _)| *seq).max() else { return Ok(applied) };
     tracing::info!(changes = pending.len(), "replaying the state journal");
     let tx = conn.transaction()?;
+    let mut charges = Charges::default();
     for (_, change) in pending {
-        apply(&tx, change)?;
+        apply(&tx, change, &mut charges)?;
     }
+    charges.apply(&tx)?;
     set_applied(&tx, last)?;
     tx.commit()?;
     Ok(last)

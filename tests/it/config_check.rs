@@ -91,7 +91,9 @@ fn check_accepts_the_shipped_example_and_serve_refuses_bad_config() {
     assert!(!out.contains("warning:"), "every model of the example has a price: {out}");
 
     // A model the price table does not know: named, with the fix, and not an error.
-    let unpriced = std::fs::read_to_string(&file).unwrap().replace("      - name: llama3.2\n", "      - name: llama3.2\n      - name: house-model-7b\n");
+    let unpriced = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("      - name: llama3.2\n", "      - name: llama3.2\n      - name: house-model-7b\n");
     std::fs::write(&file, &unpriced).unwrap();
     let (code, out, err) = switchyard(&["check", "--config", &file.display().to_string()]);
     assert_eq!(code, 0, "{out}{err}");
