@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::call::{Call, RequestCost};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+
 use super::error::ApiError;
 use crate::config::ModelKind;
 use crate::domain::{Account, Cost, Counts, PerMillion, Period, Price, UnixMs, Usd};
@@ -21,10 +22,10 @@ pub struct Asked {
 }
 
 impl Asked {
-    pub fn of(call: &Call<'_>) -> Asked {
-        let text = call.body.text();
+    /// What request `text` for a `kind` model asks for.
+    pub fn of(text: &str, kind: ModelKind) -> Asked {
         let completion = super::admission::completion_reserve(text);
-        if call.kind != ModelKind::Image {
+        if kind != ModelKind::Image {
             return Asked { completion, ..Asked::default() };
         }
         #[derive(serde::Deserialize)]
@@ -44,6 +45,51 @@ impl Asked {
     /// has no price cannot be set aside, and is logged `cost_unknown`).
     pub fn worst_case<'p>(&self, prices: impl Iterator<Item = &'p Price>, prompt: u64, at: UnixMs) -> Usd {
         prices.map(|p| p.worst_case(at, prompt, self.completion, self.images)).max().unwrap_or_default()
+    }
+}
+
+/// What one client request has cost, summed over every call made for it (fusion's candidates
+/// and judge, vision's describe calls): the `x-switchyard-cost` header of a whole answer.
+#[derive(Debug, Default)]
+pub struct RequestCost(std::sync::Mutex<Option<Billed>>);
+
+/// A sum of costs: exact, partly estimated, or unknown (a call had no price: never $0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Billed {
+    Priced(Cost),
+    Unknown,
+}
+
+/// Says how much a whole answer cost, in USD.
+pub const COST_HEADER: HeaderName = HeaderName::from_static("x-switchyard-cost");
+/// `estimated` or `unknown` when the cost is not exact.
+pub const COST_STATUS_HEADER: HeaderName = HeaderName::from_static("x-switchyard-cost-status");
+
+impl RequestCost {
+    /// Adds one call's cost (`None`: it had no price).
+    pub fn add(&self, cost: Option<Cost>) {
+        let mut sum = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        *sum = Some(match (*sum, cost) {
+            (Some(Billed::Unknown), _) | (_, None) => Billed::Unknown,
+            (None, Some(c)) => Billed::Priced(c),
+            (Some(Billed::Priced(a)), Some(c)) => Billed::Priced(a.plus(c)),
+        });
+    }
+
+    /// The cost headers; none before any call was billed.
+    pub fn headers(&self, into: &mut HeaderMap) {
+        let sum = *self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let (value, status) = match sum {
+            None => return,
+            Some(Billed::Unknown) => ("unknown".to_string(), Some("unknown")),
+            Some(Billed::Priced(c)) => (c.usd.to_string(), c.estimated.then_some("estimated")),
+        };
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            into.insert(COST_HEADER, v);
+        }
+        if let Some(status) = status {
+            into.insert(COST_STATUS_HEADER, HeaderValue::from_static(status));
+        }
     }
 }
 

@@ -4,14 +4,13 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 
 use super::Runtime;
 use super::error::{ApiError, ErrorType};
 use super::passthrough;
 pub use super::passthrough::Protocol;
 use crate::config::{ModelKind, SourceConfig};
-use crate::domain::Cost;
 use crate::provider::ChunkStream;
 
 /// What the upstream gave back: in the unified form, or (from a native session) in the
@@ -101,54 +100,9 @@ pub struct Call<'a> {
     /// `None` once the gateway has changed the request (vision, fusion, judges).
     pub native: Option<Native<'a>>,
     /// What the client's request has cost so far, over every call made for it.
-    pub cost: &'a Arc<RequestCost>,
+    pub cost: &'a Arc<super::bill::RequestCost>,
     /// The most the client will pay per token (`x-switchyard-max-price`).
     pub max_price: Option<super::bill::MaxPrice>,
-}
-
-/// What one client request has cost, summed over every call made for it (fusion's candidates
-/// and judge, vision's describe calls): the `x-switchyard-cost` header of a whole answer.
-#[derive(Debug, Default)]
-pub struct RequestCost(std::sync::Mutex<Option<Billed>>);
-
-/// A sum of costs: exact, partly estimated, or unknown (a call had no price: never $0).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Billed {
-    Priced(Cost),
-    Unknown,
-}
-
-/// Says how much a whole answer cost, in USD.
-pub const COST_HEADER: &str = "x-switchyard-cost";
-/// `estimated` or `unknown` when the cost is not exact.
-pub const COST_STATUS_HEADER: &str = "x-switchyard-cost-status";
-
-impl RequestCost {
-    /// Adds one call's cost (`None`: it had no price).
-    pub fn add(&self, cost: Option<Cost>) {
-        let mut sum = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        *sum = Some(match (*sum, cost) {
-            (Some(Billed::Unknown), _) | (_, None) => Billed::Unknown,
-            (None, Some(c)) => Billed::Priced(c),
-            (Some(Billed::Priced(a)), Some(c)) => Billed::Priced(a.plus(c)),
-        });
-    }
-
-    /// The cost headers; none before any call was billed.
-    pub fn headers(&self, into: &mut HeaderMap) {
-        let sum = *self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let (value, status) = match sum {
-            None => return,
-            Some(Billed::Unknown) => ("unknown".to_string(), Some("unknown")),
-            Some(Billed::Priced(c)) => (c.usd.to_string(), c.estimated.then_some("estimated")),
-        };
-        if let Ok(v) = HeaderValue::from_str(&value) {
-            into.insert(COST_HEADER, v);
-        }
-        if let Some(status) = status {
-            into.insert(COST_STATUS_HEADER, HeaderValue::from_static(status));
-        }
-    }
 }
 
 /// A call's request: the unified form, or (when the gateway cannot translate it) only the

@@ -109,7 +109,7 @@ async fn serve(
     let prompt_estimate = crate::provider::prompt_estimate(call.body.text());
     let now = gw.scheduler.now();
     let (candidates, priced) = price_candidates(gw, call, candidates, prompt_estimate, now)?;
-    let asked = bill::Asked::of(call);
+    let asked = bill::Asked::of(call.body.text(), call.kind);
     // The most the call can cost on any candidate, set aside against the key's budgets until
     // its books are closed.
     let worst = asked.worst_case(priced.iter().filter_map(|(_, p)| p.as_deref()), prompt_estimate, now);

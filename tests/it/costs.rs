@@ -334,3 +334,43 @@ async fn a_clients_price_limit_and_cheapest_first() {
     assert_eq!(response.status(), 400, "a limit read wrong is refused, not ignored");
     assert_eq!(dear.attempts(), 0);
 }
+
+#[tokio::test]
+async fn a_groups_budget_is_shared_by_its_keys() {
+    let upstream = counting(10, 10).await;
+    let yaml = format!(
+        "listen: 127.0.0.1:0\ndata_dir: {{data}}\ncache_dir: {cache}\nadmin_token: costs-admin-token-0123456789abcdef\n\
+         keys:\n  - {{name: alice, key: sk-alice-0123456789, models: ['*'], group: team}}\n\
+         \x20 - {{name: bob, key: sk-bob-0123456789ab, models: ['*'], group: team}}\n\
+         \x20 - {{name: carol, key: {KEY}, models: ['*']}}\n\
+         budgets:\n  - {{group: team, usd: '0.05', period: day}}\n\
+         sources:\n  - {{name: pricey, base_url: '{url}', api_key: sk-0123456789ab, models: [{{name: m}}]}}\n\
+         prices:\n  - {{model: m, input: '1000', output: '1000'}}\n",
+        cache = crate::support::gateway::shared_cache().display(),
+        url = upstream.url
+    );
+    let gw = TestGateway::start(&yaml).await;
+    let url = format!("{}/v1/chat/completions", gw.url);
+    let ask_as = |key: &'static str| reqwest::Client::new().post(&url).bearer_auth(key).json(&small_ask()).send();
+    for key in ["sk-alice-0123456789", "sk-alice-0123456789", "sk-bob-0123456789ab"] {
+        assert_eq!(ask_as(key).await.unwrap().status(), 200, "$0.02 each under $0.05");
+    }
+    for key in ["sk-alice-0123456789", "sk-bob-0123456789ab"] {
+        let response = ask_as(key).await.unwrap();
+        assert_eq!(response.status(), 429);
+        let body: Value = response.json().await.unwrap();
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("group `team` has spent its budget ($0.06 of $0.05 per day"),
+            "{body}"
+        );
+    }
+    assert_eq!(gw.chat(small_ask()).await.status(), 200, "a key of another group is not held back");
+    let budgets = gw.admin_json("costs-admin-token-0123456789abcdef", "/admin/api/budgets").await;
+    assert_eq!(
+        (budgets["groups"][0]["spent_usd"].as_str(), budgets["groups"][0]["percent"].as_u64()),
+        (Some("0.06"), Some(120))
+    );
+}

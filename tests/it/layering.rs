@@ -19,6 +19,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("telemetry", &["config", "http_client"]),
     ("provider", &["domain", "config", "plugin", "telemetry", "tasks", "http_client"]),
     ("router", &["domain", "config"]),
+    ("pricing", &["domain", "config"]),
     ("scheduler", &["domain", "config", "router"]),
     ("state", &["domain", "config", "scheduler", "private_fs"]),
     ("shared", &["domain", "config", "scheduler", "logsafe", "tasks"]),
@@ -38,6 +39,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "telemetry",
             "shared",
             "tasks",
+            "pricing",
         ],
     ),
     ("authoring", &["domain", "config", "plugin", "provider"]),
@@ -45,7 +47,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("telegram", &["domain", "config", "server", "tasks", "http_client", "alerts"]),
     (
         "startup",
-        &["domain", "config", "plugin", "scheduler", "server", "shared", "state", "private_fs", "tasks", "telegram"],
+        &[
+            "domain",
+            "config",
+            "plugin",
+            "scheduler",
+            "server",
+            "shared",
+            "state",
+            "private_fs",
+            "tasks",
+            "telegram",
+            "logsafe",
+        ],
     ),
 ];
 

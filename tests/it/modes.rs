@@ -30,6 +30,7 @@ sources:
       - {{name: refused, upstream: error-400}}
       - {{name: flaky, upstream: flaky}}
   - {{name: b, base_url: '{url}', models: [{{name: m, upstream: 'say:beta'}}]}}
+prices: [{{source: a, model: '*', input: '1', output: '2'}}, {{source: b, model: '*', input: '3', output: '5'}}]
 routes:
 {routes}",
         cache = crate::support::gateway::shared_cache().display(),
@@ -64,6 +65,17 @@ async fn streamed(response: reqwest::Response) -> String {
 async fn logs(gw: &TestGateway, query: &str) -> Value {
     let url = format!("{}/admin/api/logs?{query}", gw.url);
     reqwest::Client::new().get(url).bearer_auth(ADMIN).send().await.unwrap().json().await.unwrap()
+}
+
+/// The cost of the `count` log rows `query` finds, summed exactly.
+async fn summed_cost(gw: &TestGateway, query: &str, count: usize) -> String {
+    let page = logs(gw, query).await;
+    let rows = page["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), count, "{page}");
+    let usd = |r: &Value| switchyard::domain::Usd::parse(r["cost_usd"].as_str().expect("each call priced")).unwrap();
+    let sum = rows.iter().map(usd).fold(switchyard::domain::Usd::ZERO, switchyard::domain::Usd::saturating_add);
+    assert!(sum > switchyard::domain::Usd::ZERO);
+    sum.to_string()
 }
 
 #[tokio::test]
@@ -126,7 +138,10 @@ async fn the_adapter_mode_replaces_images_with_descriptions_from_the_vision_rout
     let gw = TestGateway::start(&yaml(&mock, routes)).await;
 
     let response = gw.chat(with_images("seeing", &["https://img/1.png", "https://img/2.png"])).await;
+    let cost = response.headers()["x-switchyard-cost"].to_str().unwrap().to_string();
+    let id = response.headers()["x-request-id"].to_str().unwrap().to_string();
     assert_eq!(content(response).await, "beta");
+    assert_eq!(cost, summed_cost(&gw, &format!("request_id={id}"), 3).await, "the describe calls are in its cost");
     let bodies = seen(&mock);
     assert_eq!(bodies.len(), 3, "two descriptions, then the text model");
     let text_request = bodies.iter().find(|b| b["model"] == "say:beta").unwrap();
@@ -176,6 +191,7 @@ async fn fusion_gathers_every_candidate_and_the_judge_answers() {
     assert_eq!(response.headers()["x-switchyard-fusion"], "a/m,b/m,a/long");
     let fusion_id = response.headers()["x-switchyard-fusion-id"].to_str().unwrap().to_string();
     assert_eq!(fusion_id.len(), 32);
+    let cost = response.headers()["x-switchyard-cost"].to_str().unwrap().to_string();
     assert_eq!(content(response).await, "judged 3 answers: alpha + beta + a much longer answer");
     let judge_request = seen(&mock).into_iter().find(|b| b["model"] == "judge").unwrap();
     let prompt = judge_request["messages"][1]["content"].as_str().unwrap();
@@ -186,6 +202,7 @@ async fn fusion_gathers_every_candidate_and_the_judge_answers() {
 
     let page = logs(&gw, &format!("fusion_id={fusion_id}")).await;
     assert_eq!(page["total"], 4, "N + 1 rows share the fusion id");
+    assert_eq!(cost, summed_cost(&gw, &format!("fusion_id={fusion_id}"), 4).await, "every candidate's and the judge's");
     let modes: Vec<&str> = page["rows"].as_array().unwrap().iter().map(|r| r["mode"].as_str().unwrap()).collect();
     assert_eq!(modes.iter().filter(|m| **m == "fusion").count(), 3);
     assert_eq!(page["rows"][0]["model"], "judge", "the judge answers last");
