@@ -337,6 +337,23 @@ export function KV({ items }) {
 // Formatters
 
 /** fmtMs(ms) → '—' | '850 ms' | '1.25 s' | '2m 05s'. */
+/** Keeps uPlot chart `u` as wide as its element `el` (`height` tall); returns the undo. */
+export function fitWidth(el, u, height) {
+  let raf = 0;
+  const resize = () => {
+    cancelAnimationFrame(raf);
+    raf = requestAnimationFrame(() => { if (el.clientWidth > 0) u.setSize({ width: el.clientWidth, height }); });
+  };
+  let ro;
+  if (typeof ResizeObserver === 'function') { ro = new ResizeObserver(resize); ro.observe(el); }
+  window.addEventListener('resize', resize);
+  return () => {
+    cancelAnimationFrame(raf);
+    ro?.disconnect();
+    window.removeEventListener('resize', resize);
+  };
+}
+
 export function fmtMs(ms) {
   if (ms === null || ms === undefined || Number.isNaN(ms)) return '—';
   if (ms < 1000) return `${Math.round(ms)} ms`;

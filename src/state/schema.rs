@@ -85,6 +85,25 @@ pub(super) fn slot(source: String, model: String) -> SlotKey {
     SlotKey { source: SourceName::new(source), model }
 }
 
+/// `(name, period, window_start, amount)` rows of `sql`, each name read by `account`.
+fn accounts(
+    conn: &Connection,
+    sql: &str,
+    account: impl Fn(&str) -> Option<Account>,
+) -> rusqlite::Result<Vec<((Account, Period), Usage)>> {
+    let mut stmt = conn.prepare(sql)?;
+    let rows: Vec<(String, String, Usage)> = stmt
+        .query_map([], |r| {
+            let usage = Usage { window_start: UnixMs(r.get::<_, i64>(2)? as u64), tokens: r.get::<_, i64>(3)? as u64 };
+            Ok((r.get(0)?, r.get(1)?, usage))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(name, period, usage)| Some(((account(&name)?, period.parse::<Period>().ok()?), usage)))
+        .collect())
+}
+
 pub(super) fn read_all(conn: &Connection) -> rusqlite::Result<Loaded> {
     let mut stmt =
         conn.prepare("SELECT source, model, failures, window_start, window_until, no_probe_before FROM cooldowns")?;
@@ -138,29 +157,13 @@ pub(super) fn read_all(conn: &Connection) -> rusqlite::Result<Loaded> {
         .into_iter()
         .filter_map(|(slot, period, usage)| Some((QuotaKey { slot, period: period.parse::<Period>().ok()? }, usage)))
         .collect();
-    let mut stmt = conn.prepare("SELECT key, period, window_start, tokens FROM key_usage")?;
-    let rows: Vec<(String, String, Usage)> = stmt
-        .query_map([], |r| {
-            let usage = Usage { window_start: UnixMs(r.get::<_, i64>(2)? as u64), tokens: r.get::<_, i64>(3)? as u64 };
-            Ok((r.get(0)?, r.get(1)?, usage))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut key_usage: std::collections::HashMap<(Account, Period), Usage> = rows
-        .into_iter()
-        .filter_map(|(key, period, usage)| {
-            Some(((Account::Tokens(KeyName::new(key)), period.parse::<Period>().ok()?), usage))
-        })
-        .collect();
-    let mut stmt = conn.prepare("SELECT account, period, window_start, pico FROM budget_usage")?;
-    let rows: Vec<(String, String, Usage)> = stmt
-        .query_map([], |r| {
-            let usage = Usage { window_start: UnixMs(r.get::<_, i64>(2)? as u64), tokens: r.get::<_, i64>(3)? as u64 };
-            Ok((r.get(0)?, r.get(1)?, usage))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    key_usage.extend(rows.into_iter().filter_map(|(account, period, usage)| {
-        Some(((Account::from_stored_name(&account)?, period.parse::<Period>().ok()?), usage))
-    }));
+    // Accounts by name and period; a row this version cannot read is left alone.
+    let tokens = accounts(conn, "SELECT key, period, window_start, tokens FROM key_usage", |key| {
+        Some(Account::Tokens(KeyName::new(key)))
+    })?;
+    let money =
+        accounts(conn, "SELECT account, period, window_start, pico FROM budget_usage", Account::from_stored_name)?;
+    let key_usage = tokens.into_iter().chain(money).collect();
     Ok(Loaded { cooldowns, stats, bindings, usage, key_usage })
 }
 

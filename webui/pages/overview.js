@@ -5,6 +5,7 @@ import uPlot from '../vendor/uPlot.esm.js';
 import {
   useApi, Loading, Empty, ErrorBox, Card, PageHeader, Segmented, HealthTag, Table, Button,
   fmtMs, fmtTokens, fmtNum, fmtPct, fmtTime, hashLink, useNow, LOCALE,
+  fitWidth,
 } from '../ui.js';
 
 const RANGES = [
@@ -67,18 +68,9 @@ function Chart({ title, series, x, ys, fmt, integer }) {
     };
     const u = new uPlot(opts, dataRef.current, el);
     plot.current = u;
-    let raf = 0;
-    const resize = () => {
-      cancelAnimationFrame(raf);
-      raf = requestAnimationFrame(() => { if (el.clientWidth > 0) u.setSize({ width: el.clientWidth, height: 200 }); });
-    };
-    let ro;
-    if (typeof ResizeObserver === 'function') { ro = new ResizeObserver(resize); ro.observe(el); }
-    window.addEventListener('resize', resize);
+    const unfit = fitWidth(el, u, 200);
     return () => {
-      cancelAnimationFrame(raf);
-      ro?.disconnect();
-      window.removeEventListener('resize', resize);
+      unfit();
       u.destroy();
       plot.current = null;
     };

@@ -6,6 +6,7 @@ import { api, query } from '../api.js';
 import {
   useApi, Loading, ErrorBox, Card, PageHeader, Segmented, Table, Button, Pill, toast,
   fmtNum, fmtTokens, fmtTime, fmtAgo,
+  fitWidth,
 } from '../ui.js';
 import {
   TextInput, SelectInput, FormError, ConfirmAction, useSubmit, usd, BudgetBar,
@@ -84,18 +85,9 @@ function SpendChart({ days }) {
     };
     const u = new uPlot(opts, data(daysRef.current), el);
     plot.current = u;
-    let raf = 0;
-    const resize = () => {
-      cancelAnimationFrame(raf);
-      raf = requestAnimationFrame(() => { if (el.clientWidth > 0) u.setSize({ width: el.clientWidth, height: 200 }); });
-    };
-    let ro;
-    if (typeof ResizeObserver === 'function') { ro = new ResizeObserver(resize); ro.observe(el); }
-    window.addEventListener('resize', resize);
+    const unfit = fitWidth(el, u, 200);
     return () => {
-      cancelAnimationFrame(raf);
-      ro?.disconnect();
-      window.removeEventListener('resize', resize);
+      unfit();
       u.destroy();
       plot.current = null;
     };
