@@ -57,9 +57,10 @@ impl PriceOverride {
         u8::from(self.source.is_some()) * 2 + u8::from(self.model != "*")
     }
 
-    /// Whether it prices nothing (every field left out): refused, it would be a silent $0.
-    pub fn is_empty(&self) -> bool {
-        self.input.is_none() && self.output.is_none() && self.image.is_none()
+    /// Whether it leaves a kind of token unpriced (input or output, for a model not priced per
+    /// image): refused, the tokens left out would silently cost $0.
+    pub fn is_incomplete(&self) -> bool {
+        self.image.is_none() && (self.input.is_none() || self.output.is_none())
     }
 
     pub fn price(&self) -> Price {

@@ -22,7 +22,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 pub use error::{AttemptError, TimeoutPhase};
 pub use framing::{FrameError, split as split_events};
 pub use stream::{ChunkStream, OnEnd, StreamEnd};
-pub use tally::{Tally, prompt_estimate};
+pub use tally::{PromptSize, Tally, prompt_estimate};
 
 use crate::config::{Config, HttpVersion, ModelConfig, SourceConfig, SourceName};
 use crate::domain::FailureKind;

@@ -106,7 +106,17 @@ impl Tally {
 
     /// Takes the counts a usage object reports; a count it leaves `null` (Anthropic's output
     /// tokens before the end of a stream, say) keeps what an earlier one said.
-    fn read_usage(&mut self, usage: UsageJson) {
+    fn read_usage(&mut self, mut usage: UsageJson) {
+        // An upstream's counts are untrusted: beyond any real call, and kept far from the
+        // overflow of what they are multiplied by.
+        let cap = |n: &mut Option<u64>| *n = n.map(|n| n.min(MAX_REPORTED_TOKENS));
+        cap(&mut usage.prompt_tokens);
+        cap(&mut usage.completion_tokens);
+        cap(&mut usage.total_tokens);
+        if let Some(details) = usage.prompt_tokens_details.as_mut() {
+            cap(&mut details.cached_tokens);
+            cap(&mut details.cache_creation_tokens);
+        }
         if let Some(prompt) = usage.prompt_tokens {
             (self.prompt_tokens, self.prompt_seen) = (prompt, true);
         }
@@ -122,6 +132,34 @@ impl Tally {
             }
             if let Some(written) = details.cache_creation_tokens {
                 self.cache_write_tokens = Some(written);
+            }
+        }
+    }
+
+    /// An image answer: the images it carries (its `data` entries) and, from a model priced by
+    /// its image tokens (OpenAI's `gpt-image-*`), the `usage` it reports in its own names.
+    pub fn read_images(&mut self, answer: &str) {
+        #[derive(serde::Deserialize)]
+        struct Images {
+            #[serde(default)]
+            data: Vec<serde::de::IgnoredAny>,
+            #[serde(default)]
+            usage: Option<ImageUsage>,
+        }
+        #[derive(serde::Deserialize)]
+        struct ImageUsage {
+            input_tokens: Option<u64>,
+            output_tokens: Option<u64>,
+        }
+        let Ok(images) = serde_json::from_str::<Images>(answer) else { return };
+        self.images = images.data.len() as u64;
+        if let Some(usage) = images.usage {
+            if let Some(input) = usage.input_tokens {
+                (self.prompt_tokens, self.prompt_seen) = (input.min(MAX_REPORTED_TOKENS), true);
+            }
+            if let Some(output) = usage.output_tokens {
+                (self.completion_tokens, self.completion_seen) = (output.min(MAX_REPORTED_TOKENS), true);
+                self.total_tokens = None;
             }
         }
     }
@@ -166,32 +204,63 @@ impl Tally {
     }
 }
 
+/// The most tokens one count of an upstream's usage is taken at (2^40, a trillion).
+const MAX_REPORTED_TOKENS: u64 = 1 << 40;
+
 /// The rough size of a token in bytes of text, for estimates.
 const BYTES_PER_TOKEN: u64 = 4;
 /// What an image in a request is estimated at (a low-detail image's cost at OpenAI).
 const TOKENS_PER_IMAGE: u64 = 85;
+/// The most an image in a request is taken to cost, for a budget's worst case (a large image
+/// at Anthropic is about 1,600 tokens).
+const MAX_TOKENS_PER_IMAGE: u64 = 1_600;
 
 /// Estimated prompt tokens of a unified request: its text at about 4 bytes a token, each
 /// inline image (a JSON string `"data:image/…;base64,…"`) at a flat rate instead of its
 /// encoded size. One linear scan.
 pub fn prompt_estimate(unified: &str) -> u64 {
-    const MARK: &str = "\"data:image/";
-    let (mut text, mut images, mut rest) = (0usize, 0u64, unified);
-    while let Some(at) = rest.find(MARK) {
-        let data = &rest[at + 1..];
-        let end = data.find('"').unwrap_or(data.len());
-        // Only base64 counts as an image; anything else is text like the rest.
-        let is_image = data[..end].split_once(',').is_some_and(|(head, _)| head.ends_with(";base64"));
-        if is_image {
-            text += at;
-            images += 1;
-        } else {
-            text += at + 1 + end;
-        }
-        rest = &data[end..];
+    PromptSize::of(unified).estimate()
+}
+
+/// What a unified request's prompt is made of: bytes of text and inline images.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PromptSize {
+    pub text_bytes: u64,
+    pub images: u64,
+}
+
+impl PromptSize {
+    /// Tokens at about 4 bytes of text each and a flat rate per image: the books' estimate.
+    pub fn estimate(self) -> u64 {
+        self.text_bytes.div_ceil(BYTES_PER_TOKEN).saturating_add(self.images.saturating_mul(TOKENS_PER_IMAGE))
     }
-    text += rest.len();
-    (text as u64).div_ceil(BYTES_PER_TOKEN) + images * TOKENS_PER_IMAGE
+
+    /// Tokens the prompt cannot exceed (a token is at least a byte of text; a large image),
+    /// what a budget sets aside so that parallel calls cannot overrun it.
+    pub fn upper_bound(self) -> u64 {
+        self.text_bytes.saturating_add(self.images.saturating_mul(MAX_TOKENS_PER_IMAGE))
+    }
+
+    /// One linear scan of `unified`.
+    pub fn of(unified: &str) -> PromptSize {
+        const MARK: &str = "\"data:image/";
+        let (mut text, mut images, mut rest) = (0usize, 0u64, unified);
+        while let Some(at) = rest.find(MARK) {
+            let data = &rest[at + 1..];
+            let end = data.find('"').unwrap_or(data.len());
+            // Only base64 counts as an image; anything else is text like the rest.
+            let is_image = data[..end].split_once(',').is_some_and(|(head, _)| head.ends_with(";base64"));
+            if is_image {
+                text += at;
+                images += 1;
+            } else {
+                text += at + 1 + end;
+            }
+            rest = &data[end..];
+        }
+        text += rest.len();
+        PromptSize { text_bytes: text as u64, images }
+    }
 }
 
 #[cfg(test)]
@@ -274,6 +343,28 @@ mod tests {
         );
         t.settle(7);
         assert_eq!((t.prompt_tokens, t.completion_tokens, t.estimated), (7, 1, true));
+    }
+
+    #[test]
+    fn hostile_counts_are_capped_and_image_answers_read_their_own_usage() {
+        let mut t = Tally::default();
+        t.add_chunk(r#"{"choices":[],"usage":{"prompt_tokens":18446744073709551615,"completion_tokens":18446744073709551615,"prompt_tokens_details":{"cached_tokens":18446744073709551615}}}"#);
+        assert_eq!((t.prompt_tokens, t.completion_tokens, t.cached_tokens), (1 << 40, 1 << 40, Some(1 << 40)));
+        let mut t = Tally::default();
+        t.read_images(r#"{"created":1,"data":[{"b64_json":"x"},{"b64_json":"y"}],"usage":{"input_tokens":50,"output_tokens":4160,"total_tokens":4210}}"#);
+        t.settle(7);
+        assert_eq!((t.images, t.prompt_tokens, t.completion_tokens, t.estimated), (2, 50, 4160, false));
+    }
+
+    #[test]
+    fn a_budgets_bound_on_a_prompt_is_never_below_its_tokens() {
+        let text = r#"{"messages":[{"role":"user","content":"日本語のテキスト"}]}"#;
+        let size = PromptSize::of(text);
+        assert!(size.upper_bound() >= "日本語のテキスト".chars().count() as u64 * 2, "a token per byte at most");
+        assert!(size.upper_bound() > size.estimate());
+        let image = format!(r#"{{"url":"data:image/png;base64,{}"}}"#, "A".repeat(1000));
+        assert_eq!(PromptSize::of(&image).images, 1);
+        assert!(PromptSize::of(&image).upper_bound() >= 1_600);
     }
 
     #[test]

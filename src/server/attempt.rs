@@ -162,7 +162,7 @@ pub fn reply(source: &SourceName, kind: ModelKind, done: Done, books: Books) -> 
         Done::Whole(completion) => {
             let mut tally = Tally::of_response(completion.unified());
             if kind == ModelKind::Image {
-                tally.images = images_in(completion.unified());
+                tally.read_images(completion.unified());
             }
             books.close(StreamEnd::Complete(tally));
             match completion {
@@ -173,14 +173,4 @@ pub fn reply(source: &SourceName, kind: ModelKind, done: Done, books: Books) -> 
         Done::Stream(chunks) => Answer::Stream(chunks.on_end(Box::new(move |end| books.close(end)))),
     };
     Reply { answer, headers }
-}
-
-/// The images an image answer carries (its `data` entries), for the bill.
-fn images_in(answer: &str) -> u64 {
-    #[derive(serde::Deserialize)]
-    struct Images {
-        #[serde(default)]
-        data: Vec<serde::de::IgnoredAny>,
-    }
-    serde_json::from_str::<Images>(answer).map_or(0, |i| i.data.len() as u64)
 }

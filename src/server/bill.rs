@@ -10,6 +10,9 @@ use crate::config::ModelKind;
 use crate::domain::{Account, Cost, Counts, PerMillion, Period, Price, UnixMs, Usd};
 use crate::provider::Tally;
 
+/// The most output tokens an image of a model priced by its tokens is taken at.
+const MAX_OUTPUT_TOKENS_PER_IMAGE: u64 = 8_192;
+
 /// What a request asks for that its price depends on, read once from its body.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Asked {
@@ -36,9 +39,11 @@ impl Asked {
         }
         let ask: Option<ImageAsk> = serde_json::from_str(text).ok();
         let images = ask.as_ref().and_then(|a| a.n).unwrap_or(1).clamp(1, 128);
+        // A model priced by its image tokens: a large, high-quality image is about 6,000.
+        let completion = images.saturating_mul(MAX_OUTPUT_TOKENS_PER_IMAGE);
         // Bounded: it is matched against the table's variant names, never stored.
         let variant = ask.and_then(|a| Some(format!("{}_{}", a.quality?, a.size?))).filter(|v| v.len() <= 64);
-        Asked { completion: 0, images, image_variant: variant }
+        Asked { completion, images, image_variant: variant }
     }
 
     /// The most the call can cost on the dearest of `prices` (nothing for unpriced ones: what

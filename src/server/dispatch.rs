@@ -106,13 +106,14 @@ async fn serve(
 ) -> Result<Reply, ApiError> {
     let operation = attempt::operation(call.kind);
     // Every call counts against the key, the ones the gateway makes on its behalf too.
-    let prompt_estimate = crate::provider::prompt_estimate(call.body.text());
+    let prompt = crate::provider::PromptSize::of(call.body.text());
+    let prompt_estimate = prompt.estimate();
     let now = gw.scheduler.now();
     let (candidates, priced) = price_candidates(gw, call, candidates, prompt_estimate, now)?;
     let asked = bill::Asked::of(call.body.text(), call.kind);
     // The most the call can cost on any candidate, set aside against the key's budgets until
     // its books are closed.
-    let worst = asked.worst_case(priced.iter().filter_map(|(_, p)| p.as_deref()), prompt_estimate, now);
+    let worst = asked.worst_case(priced.iter().filter_map(|(_, p)| p.as_deref()), prompt.upper_bound(), now);
     let costs = gw.settings.pricing.costs;
     let mut reservation =
         Some(admission::admit(gw, key, &call.runtime.config, prompt_estimate.saturating_add(asked.completion), worst)?);

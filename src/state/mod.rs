@@ -364,6 +364,24 @@ mod tests {
     }
 
     #[test]
+    fn a_budgets_spend_saturates_instead_of_leaving_the_integers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let alice = Account::KeyUsd(KeyName::new("alice"));
+        let charge = Charge { account: alice.clone(), period: Period::Never, window_start: UnixMs(0) };
+        let store = StateStore::start(&path).unwrap();
+        // Two batches (a flush between), each near the largest amount.
+        for _ in 0..2 {
+            let row = LogRow { cost_usd: Some(crate::domain::Usd::from_pico(i64::MAX - 5)), ..LogRow::default() };
+            store.log_charged(row, vec![charge.clone()]);
+            store.flush();
+        }
+        drop(store);
+        let loaded = StateStore::start(&path).unwrap().take_loaded();
+        assert_eq!(loaded.key_usage[&(alice, Period::Never)].tokens, i64::MAX as u64, "read back, not a float");
+    }
+
+    #[test]
     fn under_steady_writes_the_wal_the_journal_and_the_backlog_stay_bounded() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");

@@ -111,8 +111,10 @@ impl Charges {
                 "INSERT INTO budget_usage (account, period, window_start, pico) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT(account, period) DO UPDATE SET
                      pico = CASE WHEN excluded.window_start > window_start THEN excluded.pico
-                                 WHEN excluded.window_start = window_start THEN pico + excluded.pico
-                                 ELSE pico END,
+                                 WHEN excluded.window_start < window_start THEN pico
+                                 -- Saturating: past i64 SQLite would store a float.
+                                 WHEN pico > 9223372036854775807 - excluded.pico THEN 9223372036854775807
+                                 ELSE pico + excluded.pico END,
                      window_start = MAX(window_start, excluded.window_start)",
             )?
             .execute(params![account, period, start, pico])?;

@@ -134,6 +134,17 @@ async fn an_unpriced_model_is_unknown_listed_and_never_zero() {
         .await
         .unwrap();
     assert_eq!(set.status(), 200);
+    // A price that leaves output out would make it free: refused.
+    let partial = reqwest::Client::new()
+        .put(format!("{}/admin/api/prices", gw.url))
+        .bearer_auth(gw.admin_token())
+        .json(&json!({"source": "oai", "model": "fixture", "input": "1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(partial.status(), 400);
+    let error: Value = partial.json().await.unwrap();
+    assert_eq!(error["error"]["param"], "output", "{error}");
     let response = gw.chat(ask("mystery-model", false)).await;
     // 9 in × $1 + 12 out × $2 per 1M.
     assert_eq!(response.headers()["x-switchyard-cost"], "0.000033");

@@ -136,7 +136,7 @@ fn usage_of(usage: &Value) -> Usage {
     let read = n("cache_read_input_tokens");
     let created = n("cache_creation_input_tokens");
     Usage {
-        prompt: input.map(|i| i + read.unwrap_or(0) + created.unwrap_or(0)),
+        prompt: input.map(|i| i.saturating_add(read.unwrap_or(0)).saturating_add(created.unwrap_or(0))),
         completion: n("output_tokens"),
         cached: read,
         cache_creation: created,

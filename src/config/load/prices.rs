@@ -7,10 +7,10 @@ use crate::config::{GroupBudget, PriceOverride, SourceConfig};
 impl Collector<'_> {
     pub(super) fn check_prices(&mut self, prices: &[PriceOverride], at: &str, sources: &[SourceConfig]) {
         for (i, p) in prices.iter().enumerate() {
-            if p.is_empty() {
+            if p.is_incomplete() {
                 self.error(
                     &format!("{at}[{i}]"),
-                    format!("the price of `{}` sets neither input, output nor image", p.model),
+                    format!("the price of `{}` sets no input or no output price (and no image price)", p.model),
                     "set input and output (USD per 1M tokens), e.g. input: \"0.15\", output: \"0.60\"; \"0\" for a free model",
                 );
             }

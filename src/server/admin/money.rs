@@ -76,10 +76,11 @@ pub async fn list(State(gw): State<Arc<Gateway>>) -> Result<Json<Value>, ApiErro
 /// at run time, replacing one for the same source and model.
 pub async fn set(State(gw): State<Arc<Gateway>>, bytes: Bytes) -> Result<Json<Value>, ApiError> {
     let price: PriceOverride = body(&bytes)?;
-    if price.is_empty() {
-        return Err(
-            ApiError::invalid_request("a price needs input and output (USD per 1M tokens), or image").param("input")
-        );
+    if price.is_incomplete() {
+        return Err(ApiError::invalid_request(
+            "a price needs both input and output (USD per 1M tokens; \"0\" for free), or image (USD per image)",
+        )
+        .param(if price.input.is_none() { "input" } else { "output" }));
     }
     let (source, model) = (price.source.clone(), price.model.clone());
     gw.edit(|file, _| {
