@@ -337,6 +337,17 @@ export function KV({ items }) {
 // Formatters
 
 /** fmtMs(ms) → '—' | '850 ms' | '1.25 s' | '2m 05s'. */
+/** The colour theme in use, following the switch (charts redraw in its colours). */
+export function useTheme() {
+  const [theme, setTheme] = useState(document.documentElement.dataset.theme);
+  useEffect(() => {
+    const f = (e) => setTheme(e.detail);
+    window.addEventListener('switchyard:theme', f);
+    return () => window.removeEventListener('switchyard:theme', f);
+  }, []);
+  return theme;
+}
+
 /** Keeps uPlot chart `u` as wide as its element `el` (`height` tall); returns the undo. */
 export function fitWidth(el, u, height) {
   let raf = 0;

@@ -5,7 +5,7 @@ import uPlot from '../vendor/uPlot.esm.js';
 import {
   useApi, Loading, Empty, ErrorBox, Card, PageHeader, Segmented, HealthTag, Table, Button,
   fmtMs, fmtTokens, fmtNum, fmtPct, fmtTime, hashLink, useNow, LOCALE,
-  fitWidth,
+  fitWidth, useTheme,
 } from '../ui.js';
 
 const RANGES = [
@@ -33,12 +33,7 @@ function lonePoints(u, si) {
 function Chart({ title, series, x, ys, fmt, integer }) {
   const box = useRef(null);
   const plot = useRef(null);
-  const [theme, setTheme] = useState(document.documentElement.dataset.theme);
-  useEffect(() => {
-    const f = (e) => setTheme(e.detail);
-    window.addEventListener('switchyard:theme', f);
-    return () => window.removeEventListener('switchyard:theme', f);
-  }, []);
+  const theme = useTheme();
   const data = [x, ...ys];
   const dataRef = useRef(data);
   dataRef.current = data;

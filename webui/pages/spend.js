@@ -6,7 +6,7 @@ import { api, query } from '../api.js';
 import {
   useApi, Loading, ErrorBox, Card, PageHeader, Segmented, Table, Button, Pill, toast,
   fmtNum, fmtTokens, fmtTime, fmtAgo,
-  fitWidth,
+  fitWidth, useTheme,
 } from '../ui.js';
 import {
   TextInput, SelectInput, FormError, ConfirmAction, useSubmit, usd, BudgetBar,
@@ -46,12 +46,7 @@ function daySeries(rows, since, until) {
 function SpendChart({ days }) {
   const box = useRef(null);
   const plot = useRef(null);
-  const [theme, setTheme] = useState(document.documentElement.dataset.theme);
-  useEffect(() => {
-    const f = (e) => setTheme(e.detail);
-    window.addEventListener('switchyard:theme', f);
-    return () => window.removeEventListener('switchyard:theme', f);
-  }, []);
+  const theme = useTheme();
   const daysRef = useRef(days);
   daysRef.current = days;
   // Numbers for drawing only (no bar for a day without spend); the text shown comes from the strings.
