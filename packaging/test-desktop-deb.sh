@@ -179,7 +179,10 @@ fi
 if [ "${SWITCHYARD_TEST_XVFB:-0}" = 1 ]; then
     echo "== the packaged binary's window on Xvfb"
     # As desktop/xvfb-test.sh: its own D-Bus session, home, display and window manager.
-    got=$(dbus-run-session -- bash -c '
+    # The answer goes to a file: services the session bus starts (the at-spi registry) print to
+    # the session's stdout.
+    rm -f "$work/wm-class"
+    dbus-run-session -- bash -c '
         bin=$1 work=$2
         export HOME=$work/home XDG_DATA_HOME=$work/home/data XDG_CONFIG_HOME=$work/home/config
         mkdir -p "$HOME"
@@ -192,9 +195,10 @@ if [ "${SWITCHYARD_TEST_XVFB:-0}" = 1 ]; then
         "$bin" --first-run=example > "$work/xvfb-app.log" 2>&1 & app=$!
         wid=""
         for _ in $(seq 300); do wid=$(xdotool search --name "^Switchyard\$" 2> /dev/null | head -n 1); [ -n "$wid" ] && break; sleep 0.2; done
-        [ -z "$wid" ] || xprop -id "$wid" WM_CLASS | sed -n "s/.*= \"[^\"]*\", \"\([^\"]*\)\"/\1/p"
+        [ -z "$wid" ] || xprop -id "$wid" WM_CLASS | sed -n "s/.*= \"[^\"]*\", \"\([^\"]*\)\"/\1/p" > "$work/wm-class"
         kill "$app" "$wm" "$xvfb" 2> /dev/null; wait "$app" 2> /dev/null
-        true' xvfb "$bin" "$work" 2> /dev/null || true)
+        true' xvfb "$bin" "$work" > /dev/null 2>&1 || true
+    got=$(cat "$work/wm-class" 2> /dev/null || true)
     if [ -z "$got" ]; then fail "no window named Switchyard on Xvfb (log: $work/xvfb-app.log)"
     elif [ "$got" = "$(key StartupWMClass)" ]; then pass "the window's WM_CLASS class is $got, as StartupWMClass says"
     else fail "the window's WM_CLASS class is $got, StartupWMClass says $(key StartupWMClass)"; fi
