@@ -9,6 +9,7 @@
 # CONFIG_* are lines added to the gateway's config (e.g. "metrics: {enabled: false}");
 # KEY_EXTRA and SOURCE_EXTRA, fields added to both sides' key and source (", rpm: 1000000").
 # BIN_A and BIN_B: another gateway binary for a side (two builds compared; default: this one's).
+# The log is the config's; SWITCHYARD_LOG sets it on both sides, LOG_A and LOG_B on one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 label_a="$1"; extra_a="$2"; label_b="$3"; extra_b="$4"
@@ -39,8 +40,9 @@ sources:
   - {name: openai, base_url: 'http://127.0.0.1:9101/v1', api_key: sk-upstream, max_concurrent: 500, stream_whole_answers: false${SOURCE_EXTRA:-}, models: [{name: bench}]}
 YAML
     local bin=target/release/switchyard
-    if [ "$1" = a ]; then bin="${BIN_A:-$bin}"; else bin="${BIN_B:-$bin}"; fi
-    SWITCHYARD_LOG=warn taskset -c 0 "$bin" --config "$work/$1/config.yaml" 2>"$work/$1/log" &
+    local log="${SWITCHYARD_LOG:-}"
+    if [ "$1" = a ]; then bin="${BIN_A:-$bin}"; log="${LOG_A:-$log}"; else bin="${BIN_B:-$bin}"; log="${LOG_B:-$log}"; fi
+    env ${log:+SWITCHYARD_LOG=$log} taskset -c 0 "$bin" --config "$work/$1/config.yaml" 2>"$work/$1/log" &
     pids+=($!); gw[$1]=$!; wait_port "$2"
 }
 declare -A gw

@@ -58,7 +58,8 @@ def read(path, default=None):
 
 
 def main(results, cores, cpu):
-    targets = [t for t in ["direct", "relay", "switchyard", "switchyard-anthropic", "litellm", "portkey"]
+    targets = [t for t in ["direct", "relay", "switchyard", "switchyard-anthropic", "agentgateway", "helicone",
+                           "litellm", "portkey"]
                if os.path.exists(f"{results}/{t}.c1.json")]
     rows = {}
     for t in targets:
@@ -113,16 +114,16 @@ def main(results, cores, cpu):
         cells.append(f"{r['rss_load']:.1f}" if r["rss_load"] else "-")
         print("  ".join(f"{c:>18}" if i else f"{c:<22}" for i, c in enumerate(cells)))
     sy = rows.get("switchyard")
-    for peer in ["litellm", "portkey"]:
+    for peer in ["agentgateway", "helicone", "litellm", "portkey"]:
         if sy and peer in rows and rows[peer]["best_rps"]:
-            print(f"\nswitchyard / {peer}: max rps (any latency) x{sy['best_rps'] / rows[peer]['best_rps']:.1f}", end="")
+            print(f"\nswitchyard / {peer}: max rps (any latency) x{sy['best_rps'] / rows[peer]['best_rps']:.2f}", end="")
             if rows[peer]["max_rps"]:
-                print(f", max rps at p99 < 10 ms x{sy['max_rps'] / rows[peer]['max_rps']:.1f}", end="")
+                print(f", max rps at p99 < 10 ms x{sy['max_rps'] / rows[peer]['max_rps']:.2f}", end="")
             else:
                 print(f", max rps at p99 < 10 ms: {peer} never held it", end="")
             if sy["c1"] and rows[peer]["c1"] and base and base["c1"]:
                 mine, theirs = sy["c1"][1] - base["c1"][1], rows[peer]["c1"][1] - base["c1"][1]
-                print(f", added p99 at c=1 x{theirs / max(mine, 1e-9):.1f} lower", end="")
+                print(f", added p99 at c=1 x{theirs / max(mine, 1e-9):.2f} lower", end="")
     print()
     if sy and hop and hop["best_rps"]:
         print(f"\nswitchyard / relay: max rps (any latency) {100 * sy['best_rps'] / hop['best_rps']:.0f} %", end="")
@@ -175,6 +176,9 @@ def main(results, cores, cpu):
     missing = [p for p in ["litellm", "portkey"] if p not in rows]
     if missing:
         print(f"\nnot measured (install or start failed, see bench/.work/*.log): {', '.join(missing)}")
+    unbuilt = [p for p in ["agentgateway", "helicone"] if p not in rows]
+    if unbuilt:
+        print(f"not measured: {', '.join(unbuilt)} (give their binaries: AGENTGATEWAY=PATH HELICONE=PATH bench/run.sh)")
 
 
 if __name__ == "__main__":

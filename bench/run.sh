@@ -10,6 +10,8 @@
 #   bench/run.sh --soak MINUTES  also a full-load soak of Switchyard: RSS over time, then the
 #                                size of its WAL, journal and database per logged request
 #   bench/run.sh --only switchyard   skip installing and running the peers
+#   AGENTGATEWAY=PATH HELICONE=PATH bench/run.sh   also agentgateway and Helicone's ai-gateway,
+#                                binaries built from their sources (docs/performance.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -47,7 +49,7 @@ MOCK="$root/bench/target/release/mock"; PROBE="$root/bench/target/release/probe"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
-for port in 9100 9150 9200 9300 9400; do
+for port in 9100 9150 9200 9300 9400 9500 9600; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
         echo "port $port is in use (a server left from an earlier run?): stop it first" >&2; exit 1
     fi
@@ -146,6 +148,38 @@ if [ -z "$only" ]; then
     fi
 fi
 
+# ---- agentgateway and Helicone's ai-gateway ---------------------------------------------------
+# Rust gateways built from their public sources (no release of either runs from a package
+# here): give each binary's path, docs/performance.md says which versions and how they were built.
+# Each routes the OpenAI chat model to the same mock, logging and tracing left at their defaults.
+agentgateway=""
+if [ -z "$only" ] && [ -n "${AGENTGATEWAY:-}" ]; then
+    cat > "$work/agentgateway.yaml" <<YAML
+binds:
+- port: 9500
+  listeners:
+  - routes:
+    - backends:
+      - ai:
+          name: openai
+          hostOverride: 127.0.0.1:9100   # plain HTTP to the mock
+          provider:
+            openAI: {}
+YAML
+    setsid $pin_gw "$AGENTGATEWAY" -f "$work/agentgateway.yaml" > "$work/agentgateway.log" 2>&1 &
+    agentgateway=$!; pids+=($agentgateway)
+    wait_port 9500 || agentgateway=""
+fi
+helicone=""
+if [ -z "$only" ] && [ -n "${HELICONE:-}" ]; then
+    cat > "$work/helicone.yaml" <<YAML
+HELICONE_CONFIG_PLACEHOLDER
+YAML
+    setsid $pin_gw "$HELICONE" -c "$work/helicone.yaml" > "$work/helicone.log" 2>&1 &
+    helicone=$!; pids+=($helicone)
+    wait_port 9600 || helicone=""
+fi
+
 # ---- measurements ----------------------------------------------------------------------------
 results="$work/results"; rm -rf "$results"; mkdir -p "$results"
 body='{"model":"bench","messages":[{"role":"user","content":"Hello"}]}'
@@ -161,6 +195,9 @@ if [ -n "$portkey" ]; then
     url[portkey]="http://127.0.0.1:9400/v1/chat/completions"; pid[portkey]=$portkey; payload[portkey]="$body"
     hdr[portkey]="x-portkey-provider: openai|x-portkey-custom-host: http://127.0.0.1:9100/v1"; targets+=(portkey)
 fi
+
+if [ -n "$agentgateway" ]; then url[agentgateway]="http://127.0.0.1:9500/v1/chat/completions"; pid[agentgateway]=$agentgateway; payload[agentgateway]="$body"; targets+=(agentgateway); fi
+if [ -n "$helicone" ]; then url[helicone]="HELICONE_URL_PLACEHOLDER"; pid[helicone]=$helicone; payload[helicone]="$body"; targets+=(helicone); fi
 
 extra_headers() { IFS='|' read -ra hs <<< "${hdr[$1]:-}"; for h in "${hs[@]}"; do [ -n "$h" ] && printf '%s\n' "$h"; done; }
 

@@ -118,7 +118,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    switchyard::logging::init(peek.format, exporter.as_ref().map(switchyard::telemetry::layer));
+    switchyard::logging::init(&peek, exporter.as_ref().map(switchyard::telemetry::layer));
     let config = match startup::load_config(&cli.config) {
         Ok(config) => config,
         Err(e) => {

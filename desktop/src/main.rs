@@ -109,7 +109,7 @@ fn main() -> ExitCode {
     };
     // One runtime for the gateway and for Tauri's own tasks.
     tauri::async_runtime::set(runtime.handle().clone());
-    switchyard::logging::init(Default::default(), None);
+    switchyard::logging::init(&Default::default(), None);
     let desktop = Arc::new(Desktop {
         cli,
         started,

@@ -126,17 +126,7 @@ enum Found<'a> {
 pub fn provider_of(source: &SourceConfig) -> Option<&'static str> {
     let url = source.base_url.as_str();
     let host = url.split("://").nth(1).unwrap_or(url).split(['/', ':']).next().unwrap_or_default();
-    const HOSTS: &[(&str, &str)] = &[
-        ("api.openai.com", "openai"),
-        ("anthropic.com", "anthropic"),
-        ("generativelanguage.googleapis.com", "gemini"),
-        ("deepseek.com", "deepseek"),
-        ("mistral.ai", "mistral"),
-        ("groq.com", "groq"),
-        ("cohere.com", "cohere"),
-        ("cohere.ai", "cohere"),
-    ];
-    if let Some((_, provider)) = HOSTS.iter().find(|(h, _)| host == *h || host.ends_with(&format!(".{h}"))) {
+    if let Some(provider) = provider_by_host(host) {
         return Some(provider);
     }
     if matches!(host, "127.0.0.1" | "localhost" | "::1" | "[::1]") || source.adapter.as_str() == "ollama" {
@@ -148,5 +138,36 @@ pub fn provider_of(source: &SourceConfig) -> Option<&'static str> {
         "gemini" => Some("gemini"),
         "deepseek" => Some("deepseek"),
         _ => None,
+    }
+}
+
+/// The provider whose API `host` is (the host itself or one under it), allocation-free: it
+/// runs for every priced request.
+fn provider_by_host(host: &str) -> Option<&'static str> {
+    const HOSTS: &[(&str, &str)] = &[
+        ("api.openai.com", "openai"),
+        ("anthropic.com", "anthropic"),
+        ("generativelanguage.googleapis.com", "gemini"),
+        ("deepseek.com", "deepseek"),
+        ("mistral.ai", "mistral"),
+        ("groq.com", "groq"),
+        ("cohere.com", "cohere"),
+        ("cohere.ai", "cohere"),
+    ];
+    let under = |h: &str| host.strip_suffix(h).is_some_and(|rest| rest.is_empty() || rest.ends_with('.'));
+    HOSTS.iter().find(|(h, _)| under(h)).map(|(_, provider)| *provider)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_host_bills_as_its_provider_and_only_under_its_domain() {
+        let of = super::provider_by_host;
+        assert_eq!(of("api.openai.com"), Some("openai"));
+        assert_eq!(of("eu.api.openai.com"), Some("openai"));
+        assert_eq!(of("api.anthropic.com"), Some("anthropic"));
+        assert_eq!(of("evilanthropic.com"), None, "a look-alike domain is not the provider");
+        assert_eq!(of("myapi.openai.com.example"), None);
+        assert_eq!(of("127.0.0.1"), None);
     }
 }

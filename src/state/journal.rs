@@ -15,6 +15,9 @@ use super::Change;
 /// never catches up with the last change, so the journal could never be emptied whole.
 const SEGMENT_BYTES: u64 = 16 << 20;
 
+/// The staging buffer kept between writes.
+const STAGED_KEPT: usize = 16 << 10;
+
 #[derive(Serialize, Deserialize)]
 struct Entry<C> {
     seq: u64,
@@ -33,6 +36,8 @@ pub struct Journal {
     next_seq: u64,
     /// Whether anything was appended since the journal was last emptied.
     holds_changes: bool,
+    /// Changes serialised and not yet written (see [`Journal::stage`]).
+    staged: Vec<u8>,
 }
 
 impl Journal {
@@ -58,6 +63,7 @@ impl Journal {
             sealed_through,
             next_seq: last_seq + 1,
             holds_changes: bytes > 0,
+            staged: Vec::with_capacity(STAGED_KEPT),
         };
         Ok((journal, entries))
     }
@@ -68,22 +74,45 @@ impl Journal {
     }
 
     /// Appends one change and returns its sequence number.
+    #[cfg(test)]
     pub fn append(&mut self, change: &Change) -> u64 {
+        let seq = self.stage(change);
+        self.write_staged();
+        seq
+    }
+
+    /// Serialises a change after the ones staged before it and returns its sequence number;
+    /// nothing is written until [`Journal::write_staged`], so a request's changes cost one
+    /// `write`.
+    pub fn stage(&mut self, change: &Change) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
+        serde_json::to_writer(&mut self.staged, &Entry { seq, change }).expect("state changes serialise");
+        self.staged.push(b'\n');
+        seq
+    }
+
+    /// Writes what is staged, in one `write`.
+    pub fn write_staged(&mut self) {
+        if self.staged.is_empty() {
+            return;
+        }
         self.holds_changes = true;
-        let mut line = serde_json::to_vec(&Entry { seq, change }).expect("state changes serialise");
-        line.push(b'\n');
-        match self.file.write_all(&line) {
-            Ok(()) => self.bytes += line.len() as u64,
-            // The change still reaches the database through the writer; only a crash before
-            // that commit would lose it.
+        match self.file.write_all(&self.staged) {
+            Ok(()) => self.bytes += self.staged.len() as u64,
+            // The changes still reach the database through the writer; only a crash before
+            // that commit would lose them.
             Err(e) => tracing::error!(journal = %self.path.display(), "cannot append to the state journal: {e}"),
         }
-        if self.bytes >= SEGMENT_BYTES && self.sealed_through.is_none() {
-            self.seal(seq);
+        // A burst's buffer is not kept: the usual one is a few hundred bytes.
+        if self.staged.capacity() > STAGED_KEPT {
+            self.staged = Vec::with_capacity(STAGED_KEPT);
+        } else {
+            self.staged.clear();
         }
-        seq
+        if self.bytes >= SEGMENT_BYTES && self.sealed_through.is_none() {
+            self.seal(self.next_seq - 1);
+        }
     }
 
     /// The segment becomes the sealed one and a new one begins.

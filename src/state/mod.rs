@@ -214,9 +214,17 @@ impl StateStore {
     /// Journals a change and queues it for the writer, which is not woken: it takes the
     /// queue whole when its batch window ends.
     fn send(&self, change: Change) {
+        self.send_all(vec![change]);
+    }
+
+    /// Journals changes in order, in one `write`, and queues them for the writer.
+    fn send_all(&self, changes: Vec<Change>) {
         let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
-        let seq = journal.append(&change);
-        self.queue.push(Item::Change(seq, change));
+        let items: Vec<Item> = changes.into_iter().map(|change| Item::Change(journal.stage(&change), change)).collect();
+        journal.write_staged();
+        for item in items {
+            self.queue.push(item);
+        }
         drop(journal);
         // Back pressure: requests wait for a writer that fell this far behind, rather than
         // its backlog (memory, journal) growing for as long as the load lasts.
@@ -243,8 +251,9 @@ impl Persist for StateStore {
     }
 
     fn keep(&self, changes: Vec<StateChange>) {
+        let mut sent = Vec::with_capacity(changes.len());
         for change in changes {
-            self.send(match change {
+            sent.push(match change {
                 StateChange::Cooldown(key, health) => Change::Cooldown(key, health),
                 StateChange::Stats(key, stats) => Change::Stats(key, stats),
                 StateChange::Usage(key, usage) => Change::Usage(key, usage),
@@ -256,6 +265,7 @@ impl Persist for StateStore {
                 StateChange::PruneBindings(before) => Change::PruneBindings(before),
             });
         }
+        self.send_all(sent);
     }
 
     fn flush(&self) {
@@ -330,6 +340,31 @@ mod tests {
         assert_eq!(loaded.usage.len(), 1);
         assert_eq!(loaded.usage[&quota], usage);
         assert_eq!(loaded.key_usage[&(Account::Tokens(KeyName::new("alice")), Period::Month)], usage);
+    }
+
+    #[test]
+    fn a_calls_changes_are_journaled_in_order_before_keep_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let a = slot("a".into(), "m".into());
+        let quota = QuotaKey { slot: a.clone(), period: Period::Hours(5) };
+        let usage = Usage { window_start: UnixMs(0), tokens: 10 };
+        let store = StateStore::start(&path).unwrap();
+        store.keep(vec![
+            StateChange::Stats(a.clone(), Some(Stats::default())),
+            StateChange::Usage(quota.clone(), usage),
+            StateChange::Bind("fp".into(), a.clone(), UnixMs(7)),
+        ]);
+        // Journaled when `keep` returns (one `write`), before the writer's batch.
+        let journal = std::fs::read_to_string(path.with_extension("journal")).unwrap();
+        let lines: Vec<&str> = journal.lines().collect();
+        assert_eq!(lines.len(), 3, "{journal}");
+        let order = ["\"stats\"", "\"usage\"", "\"bind\""];
+        assert!(lines.iter().zip(order).all(|(l, kind)| l.contains(kind)), "in order: {journal}");
+        store.flush();
+        drop(store);
+        let loaded = StateStore::start(&path).unwrap().take_loaded();
+        assert_eq!(loaded.usage[&quota], usage);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The log the real binary writes: one access line per answered or refused request, as JSON
-//! objects with `log_format: json`, and plain (uncoloured) text when stderr is not a terminal.
+//! The log the real binary writes: one access line per answered or refused request when asked
+//! for, as JSON objects with `log_format: json`, and plain (uncoloured) text when stderr is not
+//! a terminal.
 
 use std::time::Duration;
 
@@ -63,4 +64,31 @@ async fn text_logs_are_plain_when_stderr_is_not_a_terminal() {
     assert!(lines.iter().all(|l| !l.contains('\u{1b}')), "no ANSI escapes: {lines:#?}");
     let access = lines.last().unwrap();
     assert!(access.contains("switchyard::access") && access.contains("status=200"), "{access}");
+}
+
+/// Every line the process writes until it ends, stopping it as an operator would (SIGTERM).
+async fn lines_to_the_end(mut binary: Binary) -> Vec<String> {
+    binary.terminate();
+    let mut lines = Vec::new();
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(10), binary.log.recv()).await.expect("the log ends")
+    {
+        lines.push(line);
+    }
+    lines
+}
+
+#[tokio::test]
+async fn access_lines_are_off_by_default_and_on_with_access_log() {
+    let mock = MockUpstream::start().await;
+    for (access_log, expected) in [("", 0), ("access_log: true\n", 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let binary =
+            Binary::start_env(dir.path(), &format!("{access_log}{}", sources(&mock)), &[("SWITCHYARD_LOG", "")]);
+        assert_eq!(binary.chat(&chat_body("fixture", false)).await.status(), 200);
+        assert_eq!(binary.chat(&chat_body("no-such-model", false)).await.status(), 404);
+        let lines = lines_to_the_end(binary).await;
+        assert!(lines.iter().any(|l| l.contains("listening on")), "the rest of the log is kept: {lines:#?}");
+        let access = lines.iter().filter(|l| l.contains("switchyard::access")).count();
+        assert_eq!(access, expected, "{access_log:?}: {lines:#?}");
+    }
 }

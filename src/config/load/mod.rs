@@ -100,6 +100,7 @@ const TOP_LEVEL: &[&str] = &[
     "log_retention_days",
     "response_retention_days",
     "log_format",
+    "access_log",
     "telemetry",
     "telegram",
     "shared_state",

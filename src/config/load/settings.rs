@@ -74,6 +74,7 @@ impl Collector<'_> {
             );
         }
         let log_format: crate::config::LogFormat = self.field(top, "log_format").unwrap_or_default();
+        let access_log: bool = self.field(top, "access_log").unwrap_or_default();
         let telemetry: Option<crate::config::TelemetryConfig> = self.field(top, "telemetry");
         let metrics: crate::config::MetricsConfig = self.field(top, "metrics").unwrap_or_default();
         self.check_metrics(&metrics);
@@ -113,6 +114,7 @@ impl Collector<'_> {
             response_retention_days,
             stored_responses,
             log_format,
+            access_log,
             telemetry,
             metrics,
             telegram,

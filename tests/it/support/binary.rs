@@ -32,7 +32,8 @@ impl Binary {
         Binary::start_with(dir, keys, rest, &[])
     }
 
-    /// As [`Binary::start`], with these environment variables set for the process.
+    /// As [`Binary::start`], with these environment variables set for the process (an empty
+    /// value unsets it: `("SWITCHYARD_LOG", "")` leaves the log at its default).
     pub fn start_env(dir: &Path, rest: &str, env: &[(&str, &str)]) -> Binary {
         Binary::start_with(dir, &format!("  - {{name: tester, key: {KEY}, models: ['*']}}\n"), rest, env)
     }
@@ -45,15 +46,17 @@ impl Binary {
             cache = shared_cache().display()
         );
         std::fs::write(&config, yaml).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
-            .arg("--config")
-            .arg(&config)
-            .env("SWITCHYARD_LOG", "info")
-            .envs(env.iter().copied())
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("the switchyard binary starts");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_switchyard"));
+        command.arg("--config").arg(&config).env("SWITCHYARD_LOG", "info");
+        for (name, value) in env {
+            if value.is_empty() {
+                command.env_remove(name);
+            } else {
+                command.env(name, value);
+            }
+        }
+        let mut child =
+            command.stderr(Stdio::piped()).stdout(Stdio::null()).spawn().expect("the switchyard binary starts");
         let (tx, log) = tokio::sync::mpsc::unbounded_channel();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let url = loop {
