@@ -173,9 +173,13 @@ fi
 helicone=""
 if [ -z "$only" ] && [ -n "${HELICONE:-}" ]; then
     cat > "$work/helicone.yaml" <<YAML
-HELICONE_CONFIG_PLACEHOLDER
+server: {address: 127.0.0.1, port: 9600}
+helicone: {features: none}        # nothing sent to Helicone, no Helicone key
+telemetry: {level: warn, exporter: stdout}
+providers:
+  openai: {base-url: "http://127.0.0.1:9100/", models: [bench]}
 YAML
-    setsid $pin_gw "$HELICONE" -c "$work/helicone.yaml" > "$work/helicone.log" 2>&1 &
+    OPENAI_API_KEY=sk-upstream setsid $pin_gw "$HELICONE" -c "$work/helicone.yaml" > "$work/helicone.log" 2>&1 &
     helicone=$!; pids+=($helicone)
     wait_port 9600 || helicone=""
 fi
@@ -197,7 +201,11 @@ if [ -n "$portkey" ]; then
 fi
 
 if [ -n "$agentgateway" ]; then url[agentgateway]="http://127.0.0.1:9500/v1/chat/completions"; pid[agentgateway]=$agentgateway; payload[agentgateway]="$body"; targets+=(agentgateway); fi
-if [ -n "$helicone" ]; then url[helicone]="HELICONE_URL_PLACEHOLDER"; pid[helicone]=$helicone; payload[helicone]="$body"; targets+=(helicone); fi
+# Helicone's unified API: its own path, the model named with its provider.
+if [ -n "$helicone" ]; then
+    url[helicone]="http://127.0.0.1:9600/ai/chat/completions"; pid[helicone]=$helicone
+    payload[helicone]='{"model":"openai/bench","messages":[{"role":"user","content":"Hello"}]}'; targets+=(helicone)
+fi
 
 extra_headers() { IFS='|' read -ra hs <<< "${hdr[$1]:-}"; for h in "${hs[@]}"; do [ -n "$h" ] && printf '%s\n' "$h"; done; }
 
