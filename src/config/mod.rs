@@ -67,7 +67,7 @@ pub struct Settings {
     pub log_format: LogFormat,
     /// Whether each answered or refused request writes a line to stderr (`switchyard::access`);
     /// off by default: the request log already keeps every request, and at full load the line
-    /// cost ~6 % of the CPU (docs/performance.md).
+    /// and its span cost ~9 % of the CPU (docs/performance.md).
     pub access_log: bool,
     /// OTLP trace export; off when left out.
     pub telemetry: Option<TelemetryConfig>,
