@@ -214,17 +214,19 @@ impl StateStore {
     /// Journals a change and queues it for the writer, which is not woken: it takes the
     /// queue whole when its batch window ends.
     fn send(&self, change: Change) {
-        self.send_all(vec![change]);
+        self.send_all([change]);
     }
 
-    /// Journals changes in order, in one `write`, and queues them for the writer.
-    fn send_all(&self, changes: Vec<Change>) {
+    /// Journals changes in order, in one `write`, and queues them for the writer. Each is
+    /// queued as it is staged: the writer cannot truncate the journal while its lock is held,
+    /// and one it commits before the line is written loses nothing.
+    fn send_all(&self, changes: impl IntoIterator<Item = Change>) {
         let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
-        let items: Vec<Item> = changes.into_iter().map(|change| Item::Change(journal.stage(&change), change)).collect();
-        journal.write_staged();
-        for item in items {
-            self.queue.push(item);
+        for change in changes {
+            let seq = journal.stage(&change);
+            self.queue.push(Item::Change(seq, change));
         }
+        journal.write_staged();
         drop(journal);
         // Back pressure: requests wait for a writer that fell this far behind, rather than
         // its backlog (memory, journal) growing for as long as the load lasts.
@@ -251,21 +253,19 @@ impl Persist for StateStore {
     }
 
     fn keep(&self, changes: Vec<StateChange>) {
-        let mut sent = Vec::with_capacity(changes.len());
-        for change in changes {
-            sent.push(match change {
+        self.send_all(changes.into_iter().filter_map(|change| {
+            Some(match change {
                 StateChange::Cooldown(key, health) => Change::Cooldown(key, health),
                 StateChange::Stats(key, stats) => Change::Stats(key, stats),
                 StateChange::Usage(key, usage) => Change::Usage(key, usage),
                 StateChange::KeyUsage(Account::Tokens(key), period, usage) => Change::KeyUsage(key, period, usage),
                 // A budget's spend is kept through the log rows that charge it (`charged`).
-                StateChange::KeyUsage(..) => continue,
+                StateChange::KeyUsage(..) => return None,
                 StateChange::Bind(fingerprint, key, at) => Change::Bind(fingerprint, key, at),
                 StateChange::ClearBindings(source) => Change::ClearBindings(source),
                 StateChange::PruneBindings(before) => Change::PruneBindings(before),
-            });
-        }
-        self.send_all(sent);
+            })
+        }));
     }
 
     fn flush(&self) {
