@@ -7,13 +7,14 @@ use serde::{Deserialize, Deserializer, Serialize};
 macro_rules! name_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
+        /// Shared text: names are cloned into every request's slots, accounts and log rows.
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(transparent)]
-        pub struct $name(String);
+        pub struct $name(std::sync::Arc<str>);
 
         impl $name {
             pub fn new(name: impl Into<String>) -> Self {
-                $name(name.into())
+                $name(std::sync::Arc::from(name.into()))
             }
 
             pub fn as_str(&self) -> &str {

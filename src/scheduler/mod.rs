@@ -74,6 +74,16 @@ pub struct KeySpent {
     pub reserved: u64,
 }
 
+/// One account of a call whose books close: what it set aside, and what it used (`None`:
+/// nothing to count, e.g. a call that failed or has no price).
+#[derive(Debug, Clone, Copy)]
+pub struct KeySettled<'a> {
+    pub account: &'a Account,
+    pub period: Period,
+    pub reserved: u64,
+    pub used: Option<u64>,
+}
+
 /// The scheduler's settings, taken from the config.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
@@ -405,25 +415,33 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Gives back what [`Scheduler::reserve_key`] set aside.
-    pub fn release_key(&self, key: &Account, tokens: u64) {
-        let mut inner = self.lock();
-        if let Some(reserved) = inner.key_reserved.get_mut(key) {
-            *reserved = reserved.saturating_sub(tokens);
-            if *reserved == 0 {
-                inner.key_reserved.remove(key);
-            }
+    /// Closes what calls set aside with [`Scheduler::reserve_key`], in one pass: each
+    /// account gets its set-aside amount back and, when the call was counted, what it used.
+    pub fn settle_keys(&self, settled: &[KeySettled<'_>]) {
+        if settled.is_empty() {
+            return;
         }
+        let now = self.clock.now();
+        let mut inner = self.lock();
+        let mut changes = Vec::new();
+        for s in settled {
+            if let Some(reserved) = inner.key_reserved.get_mut(s.account) {
+                *reserved = reserved.saturating_sub(s.reserved);
+                if *reserved == 0 {
+                    inner.key_reserved.remove(s.account);
+                }
+            }
+            let Some(used) = s.used else { continue };
+            let usage = inner.key_usage.entry((s.account.clone(), s.period)).or_default();
+            usage.add(s.period, now, used);
+            changes.push(StateChange::KeyUsage(s.account.clone(), s.period, *usage));
+        }
+        self.keep(inner, changes);
     }
 
     /// Counts `tokens` (or pico-dollars) against account `key`'s `period` window.
     pub fn add_key_usage(&self, key: &Account, period: Period, tokens: u64) {
-        let now = self.clock.now();
-        let mut inner = self.lock();
-        let usage = inner.key_usage.entry((key.clone(), period)).or_default();
-        usage.add(period, now, tokens);
-        let change = StateChange::KeyUsage(key.clone(), period, *usage);
-        self.keep(inner, vec![change]);
+        self.settle_keys(&[KeySettled { account: key, period, reserved: 0, used: Some(tokens) }]);
     }
 
     /// When `period`'s current window ends.

@@ -34,7 +34,8 @@ pub struct Loaded {
 }
 
 /// Where the scheduler keeps its state. `keep` is called in the order the changes were made
-/// and must not block on I/O for long (the state store journals and queues).
+/// and must not block on I/O for long (the state store journals and queues). A served call's
+/// scores, usage and bindings may be held until the call's log row is written with them.
 pub trait Persist: Send + Sync {
     /// What the store held at start (once; later calls get nothing).
     fn take_loaded(&self) -> Loaded;

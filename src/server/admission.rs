@@ -9,27 +9,32 @@ use axum::http::StatusCode;
 use super::Gateway;
 use super::auth::KeyEntry;
 use super::error::{ApiError, ErrorType};
-use crate::domain::{Account, Budget, Usd};
-use crate::scheduler::KeySpent;
+use crate::domain::{Account, Budget, Period, Usd};
+use crate::scheduler::{KeySettled, KeySpent};
 
 /// Completion tokens set aside for a call that names no `max_tokens`: the books learn the
 /// real figure when it ends; until then parallel calls cannot all slip under the quota.
 pub const DEFAULT_COMPLETION_RESERVE: u64 = 1024;
 
 /// What one call set aside (tokens, pico-dollars) on each account it is charged to; given
-/// back when dropped (its books have counted what it really used by then).
+/// back when settled or dropped.
 pub struct Reservation {
     gw: Option<Arc<Gateway>>,
-    held: Vec<(Account, u64)>,
+    held: Vec<Held>,
+}
+
+/// One account's part of a [`Reservation`].
+struct Held {
+    account: Account,
+    period: Period,
+    amount: u64,
 }
 
 impl Drop for Reservation {
+    /// A call that ends without being counted (it failed, or was refused on the way) only
+    /// gives back what it set aside.
     fn drop(&mut self) {
-        if let Some(gw) = &self.gw {
-            for (account, amount) in self.held.drain(..) {
-                gw.scheduler.release_key(&account, amount);
-            }
-        }
+        self.settle_with(|_| None);
     }
 }
 
@@ -37,14 +42,37 @@ impl Reservation {
     fn new(gw: &Arc<Gateway>) -> Reservation {
         Reservation { gw: Some(gw.clone()), held: Vec::new() }
     }
+
+    /// The budgets (money accounts) the call is charged to, with their periods.
+    pub fn budgets(&self) -> impl Iterator<Item = (&Account, Period)> {
+        self.held.iter().filter(|h| h.account.is_money()).map(|h| (&h.account, h.period))
+    }
+
+    /// Closes the call's accounts in one pass: what was set aside goes back, `tokens` are
+    /// counted on the token quota and `pico` (`None`: the answer has no price) on the budgets.
+    pub fn settle(mut self, tokens: u64, pico: Option<u64>) {
+        self.settle_with(|account| if account.is_money() { pico } else { Some(tokens) });
+    }
+
+    fn settle_with(&mut self, used: impl Fn(&Account) -> Option<u64>) {
+        let (Some(gw), false) = (&self.gw, self.held.is_empty()) else { return };
+        let settled: Vec<_> = self
+            .held
+            .iter()
+            .map(|h| KeySettled { account: &h.account, period: h.period, reserved: h.amount, used: used(&h.account) })
+            .collect();
+        gw.scheduler.settle_keys(&settled);
+        drop(settled);
+        self.held.clear();
+    }
 }
 
 /// The money accounts a call of `key` is charged to: its own budget and its group's.
-pub fn budgets(key: &KeyEntry, config: &crate::config::Config) -> Vec<(Account, Budget)> {
+fn budgets<'c>(key: &KeyEntry, config: &'c crate::config::Config) -> impl Iterator<Item = (Account, Budget)> + 'c {
     let own = key.budget.map(|b| (Account::KeyUsd(key.name.clone()), b));
     let group =
         config.budgets.iter().find(|b| b.group == key.group).map(|b| (Account::GroupUsd(b.group.clone()), b.budget()));
-    own.into_iter().chain(group).collect()
+    own.into_iter().chain(group)
 }
 
 /// Admits one call of `key`, setting aside `tokens` (its prompt estimate and the completion it
@@ -67,7 +95,7 @@ pub fn admit(
         refuse_blind(gw, &account, "a budget")?;
         let amount = worst.pico().max(0) as u64;
         match gw.scheduler.reserve_key(&account, budget.period, budget.limit(), amount) {
-            Ok(()) => held.held.push((account, amount)),
+            Ok(()) => held.held.push(Held { account, period: budget.period, amount }),
             Err(KeySpent { used, reserved }) => {
                 let resets = gw.scheduler.window_end(budget.period).map(|end| end.since(gw.scheduler.now()));
                 let in_flight = if reserved > 0 {
@@ -119,7 +147,7 @@ pub fn admit_tokens(gw: &Arc<Gateway>, key: &KeyEntry, tokens: u64) -> Result<Re
     refuse_blind(gw, &account, "a token quota")?;
     match gw.scheduler.reserve_key(&account, quota.period, quota.tokens, tokens) {
         Ok(()) => {
-            held.held.push((account, tokens));
+            held.held.push(Held { account, period: quota.period, amount: tokens });
             Ok(held)
         }
         Err(KeySpent { used, reserved }) => {

@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue};
 
 use super::error::ApiError;
 use crate::config::ModelKind;
-use crate::domain::{Account, Cost, Counts, PerMillion, Period, Price, UnixMs, Usd};
+use crate::domain::{Cost, Counts, PerMillion, Price, UnixMs, Usd};
 use crate::provider::Tally;
 
 /// The most output tokens an image of a model priced by its tokens is taken at.
@@ -162,8 +162,6 @@ pub struct Bill {
     /// The serving candidate's price; `None`: unpriced.
     pub price: Option<Arc<Price>>,
     pub image_variant: Option<String>,
-    /// The key's and its group's budgets, charged what it cost.
-    pub accounts: Vec<(Account, Period)>,
     /// The client request's running total.
     pub request: Arc<RequestCost>,
 }

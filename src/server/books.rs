@@ -65,8 +65,6 @@ pub struct LogContext {
     pub requested_model: String,
     pub operation: &'static str,
     pub key: KeyName,
-    /// The key's quota period: its tokens are counted there.
-    pub key_period: Option<Period>,
     pub route: Option<String>,
     pub mode: LogMode,
     pub fusion_id: Option<String>,
@@ -88,7 +86,6 @@ impl LogContext {
             requested_model: requested_model.to_string(),
             operation: call.kind.operation_name(),
             key: key.name.clone(),
-            key_period: key.quota.map(|q| q.period),
             route,
             mode,
             fusion_id: call.fusion_id.map(str::to_string),
@@ -198,6 +195,7 @@ impl Books {
         row.tokens_cache_write = tally.cache_write_tokens;
         row.usage_estimated = tally.estimated;
         let mut charges = Vec::new();
+        let mut charged = None;
         if let Some(bill) = &self.bill {
             let now = self.gw.scheduler.now();
             let cost = bill.cost(&tally, now);
@@ -206,11 +204,10 @@ impl Books {
                     row.cost_usd = Some(cost.usd);
                     row.cost_estimated = cost.estimated;
                     self.span.record("switchyard.cost_usd", cost.usd.as_f64());
-                    let pico = cost.usd.pico().max(0) as u64;
-                    for (account, period) in &bill.accounts {
-                        self.gw.scheduler.add_key_usage(account, *period, pico);
+                    charged = Some(cost.usd.pico().max(0) as u64);
+                    for (account, period) in self.reservation.budgets() {
                         let window_start = period.window(now).0;
-                        charges.push(Charge { account: account.clone(), period: *period, window_start });
+                        charges.push(Charge { account: account.clone(), period, window_start });
                     }
                 }
                 None => row.cost_unknown = true,
@@ -236,15 +233,8 @@ impl Books {
             "answered"
         );
         self.gw.scheduler.completed(&self.slot, tally.tokens(), &self.periods, fingerprint);
-        if let Some(period) = self.log.key_period {
-            self.gw.scheduler.add_key_usage(
-                &crate::domain::Account::Tokens(self.log.key.clone()),
-                period,
-                tally.tokens(),
-            );
-        }
-        // The real tokens are counted: the key's set-aside ones go back.
-        drop(self.reservation);
+        // The real tokens and cost are counted; what the call set aside goes back.
+        self.reservation.settle(tally.tokens(), charged);
         self.gw.log_charged(row, &self.log, charges);
     }
 }

@@ -117,11 +117,6 @@ async fn serve(
     let costs = gw.settings.pricing.costs;
     let mut reservation =
         Some(admission::admit(gw, key, &call.runtime.config, prompt_estimate.saturating_add(asked.completion), worst)?);
-    let accounts: Vec<_> = if costs {
-        admission::budgets(key, &call.runtime.config).into_iter().map(|(a, b)| (a, b.period)).collect()
-    } else {
-        Vec::new()
-    };
     attempt::some_adapter_takes(gw, call, &candidates)?;
     let conversation = Conversation::of(&key.name, call, gw.scheduler.policy().affinity.enabled);
     let plan = gw.scheduler.plan(candidates, call.model, conversation.query.as_deref());
@@ -188,7 +183,6 @@ async fn serve(
                             .find(|(model, _)| std::ptr::eq(*model, candidate.resolved.model))
                             .and_then(|(_, p)| p.clone()),
                         image_variant: asked.image_variant.clone(),
-                        accounts: accounts.clone(),
                         request: call.cost.clone(),
                     }),
                 };

@@ -104,14 +104,18 @@ impl Journal {
             // that commit would lose them.
             Err(e) => tracing::error!(journal = %self.path.display(), "cannot append to the state journal: {e}"),
         }
+        self.clear_staged();
+        if self.bytes >= SEGMENT_BYTES && self.sealed_through.is_none() {
+            self.seal(self.next_seq - 1);
+        }
+    }
+
+    fn clear_staged(&mut self) {
         // A burst's buffer is not kept: the usual one is a few hundred bytes.
         if self.staged.capacity() > STAGED_KEPT {
             self.staged = Vec::with_capacity(STAGED_KEPT);
         } else {
             self.staged.clear();
-        }
-        if self.bytes >= SEGMENT_BYTES && self.sealed_through.is_none() {
-            self.seal(self.next_seq - 1);
         }
     }
 
@@ -141,7 +145,12 @@ impl Journal {
                 }
             }
         }
-        if !self.holds_changes || committed + 1 < self.next_seq {
+        if committed + 1 < self.next_seq {
+            return;
+        }
+        // The database holds every change: what is staged need not be written either.
+        self.clear_staged();
+        if !self.holds_changes {
             return;
         }
         match self.file.set_len(0) {
@@ -233,5 +242,25 @@ mod tests {
         assert!(sealed_path(&path).exists(), "one change of it is not committed yet");
         journal.truncate_through(sealed);
         assert!(!sealed_path(&path).exists(), "all of it is");
+    }
+
+    #[test]
+    fn staged_lines_go_out_with_the_next_write_or_not_at_all_once_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.journal");
+        let (mut journal, _) = Journal::open(&path).unwrap();
+        let first = journal.stage(&change(1));
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "staged is not written");
+        let second = journal.append(&change(2));
+        drop(journal);
+        let (mut journal, entries) = Journal::open(&path).unwrap();
+        let seqs: Vec<u64> = entries.iter().map(|(seq, _)| *seq).collect();
+        assert_eq!(seqs, [first, second], "both, in one write, in order");
+
+        journal.truncate_through(second);
+        let third = journal.stage(&change(3));
+        journal.truncate_through(third);
+        journal.write_staged();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "what the database holds is never written");
     }
 }

@@ -214,19 +214,22 @@ impl StateStore {
     /// Journals a change and queues it for the writer, which is not woken: it takes the
     /// queue whole when its batch window ends.
     fn send(&self, change: Change) {
-        self.send_all([change]);
+        self.send_all([change], Written::Now);
     }
 
-    /// Journals changes in order, in one `write`, and queues them for the writer. Each is
-    /// queued as it is staged: the writer cannot truncate the journal while its lock is held,
-    /// and one it commits before the line is written loses nothing.
-    fn send_all(&self, changes: impl IntoIterator<Item = Change>) {
+    /// Journals changes in order and queues them for the writer; with [`Written::Now`], in one
+    /// `write` with whatever was staged before them. Each is queued as it is staged: the
+    /// writer cannot truncate the journal while its lock is held, and one it commits before
+    /// the line is written loses nothing.
+    fn send_all(&self, changes: impl IntoIterator<Item = Change>, written: Written) {
         let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
         for change in changes {
             let seq = journal.stage(&change);
             self.queue.push(Item::Change(seq, change));
         }
-        journal.write_staged();
+        if written == Written::Now {
+            journal.write_staged();
+        }
         drop(journal);
         // Back pressure: requests wait for a writer that fell this far behind, rather than
         // its backlog (memory, journal) growing for as long as the load lasts.
@@ -246,6 +249,15 @@ impl StateStore {
     }
 }
 
+/// When staged journal lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// Before the call returns.
+    Now,
+    /// With the next change written now (or never, when the database has them first).
+    WithNext,
+}
+
 /// The scheduler keeps its state here: each change journaled, then queued for the writer.
 impl Persist for StateStore {
     fn take_loaded(&self) -> Loaded {
@@ -253,19 +265,36 @@ impl Persist for StateStore {
     }
 
     fn keep(&self, changes: Vec<StateChange>) {
-        self.send_all(changes.into_iter().filter_map(|change| {
-            Some(match change {
-                StateChange::Cooldown(key, health) => Change::Cooldown(key, health),
-                StateChange::Stats(key, stats) => Change::Stats(key, stats),
-                StateChange::Usage(key, usage) => Change::Usage(key, usage),
-                StateChange::KeyUsage(Account::Tokens(key), period, usage) => Change::KeyUsage(key, period, usage),
-                // A budget's spend is kept through the log rows that charge it (`charged`).
-                StateChange::KeyUsage(..) => return None,
-                StateChange::Bind(fingerprint, key, at) => Change::Bind(fingerprint, key, at),
-                StateChange::ClearBindings(source) => Change::ClearBindings(source),
-                StateChange::PruneBindings(before) => Change::PruneBindings(before),
+        // What a served call changes on its way to its log row (its score, its usage, its
+        // binding) goes to disk with that row, which follows within the call: one `write` per
+        // request, and a kill loses the row and its changes together. Cooldowns and an
+        // operator's acts are written at once.
+        let with_row = |c: &StateChange| {
+            matches!(
+                c,
+                StateChange::Stats(..) | StateChange::Usage(..) | StateChange::KeyUsage(..) | StateChange::Bind(..)
+            )
+        };
+        let written = if changes.iter().all(with_row) { Written::WithNext } else { Written::Now };
+        let mut changes = changes
+            .into_iter()
+            .filter_map(|change| {
+                Some(match change {
+                    StateChange::Cooldown(key, health) => Change::Cooldown(key, health),
+                    StateChange::Stats(key, stats) => Change::Stats(key, stats),
+                    StateChange::Usage(key, usage) => Change::Usage(key, usage),
+                    StateChange::KeyUsage(Account::Tokens(key), period, usage) => Change::KeyUsage(key, period, usage),
+                    // A budget's spend is kept through the log rows that charge it (`charged`).
+                    StateChange::KeyUsage(..) => return None,
+                    StateChange::Bind(fingerprint, key, at) => Change::Bind(fingerprint, key, at),
+                    StateChange::ClearBindings(source) => Change::ClearBindings(source),
+                    StateChange::PruneBindings(before) => Change::PruneBindings(before),
+                })
             })
-        }));
+            .peekable();
+        if changes.peek().is_some() {
+            self.send_all(changes, written);
+        }
     }
 
     fn flush(&self) {
@@ -343,23 +372,26 @@ mod tests {
     }
 
     #[test]
-    fn a_calls_changes_are_journaled_in_order_before_keep_returns() {
+    fn a_calls_changes_are_journaled_in_order_with_its_log_row() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
         let a = slot("a".into(), "m".into());
         let quota = QuotaKey { slot: a.clone(), period: Period::Hours(5) };
         let usage = Usage { window_start: UnixMs(0), tokens: 10 };
         let store = StateStore::start(&path).unwrap();
+        let journal = || std::fs::read_to_string(path.with_extension("journal")).unwrap();
         store.keep(vec![
             StateChange::Stats(a.clone(), Some(Stats::default())),
             StateChange::Usage(quota.clone(), usage),
             StateChange::Bind("fp".into(), a.clone(), UnixMs(7)),
         ]);
-        // Journaled when `keep` returns (one `write`), before the writer's batch.
-        let journal = std::fs::read_to_string(path.with_extension("journal")).unwrap();
+        assert_eq!(journal(), "", "staged: they go out with the call's log row");
+        store.log(LogRow { request_id: "r1".into(), ..LogRow::default() });
+        // Journaled when `log` returns (one `write`), before the writer's batch.
+        let journal = journal();
         let lines: Vec<&str> = journal.lines().collect();
-        assert_eq!(lines.len(), 3, "{journal}");
-        let order = ["\"stats\"", "\"usage\"", "\"bind\""];
+        assert_eq!(lines.len(), 4, "{journal}");
+        let order = ["\"stats\"", "\"usage\"", "\"bind\"", "\"r1\""];
         assert!(lines.iter().zip(order).all(|(l, kind)| l.contains(kind)), "in order: {journal}");
         store.flush();
         drop(store);
