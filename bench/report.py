@@ -64,7 +64,7 @@ def main(results, cores, cpu):
     rows = {}
     for t in targets:
         c1 = json.loads(read(f"{results}/{t}.c1.json", "{}") or "{}")
-        c1 = (c1["p50_us"] * 1e-6, c1["p99_us"] * 1e-6) if c1.get("p50_us") else None
+        c1 = (c1["p50_us"] * 1e-6, c1["p99_us"] * 1e-6, c1.get("p999_us", 0) * 1e-6) if c1.get("p50_us") else None
         fixed = hey(f"{results}/{t}.fixed1k.txt")
         runs = [f for f in os.listdir(results) if re.match(rf"{re.escape(t)}\.wrk\d+\.txt$", f)]
         held = [wrk(f"{results}/{f}") for f in runs if wrk_ok(f"{results}/{f}")]
@@ -86,7 +86,7 @@ def main(results, cores, cpu):
     print("added = the target's figure minus the mock's own (direct); own = minus the do-nothing relay's (the")
     print("machine's price for one more process and two more hops between cores); c=1 and streams: one request")
     print("at a time (probe, µs); p99 @1k rps: hey, open loop; max rps: wrk, closed loop, best run with p99 < 10 ms\n")
-    head = ["target", "c=1 p50 ms", "added p50 µs", "added p99 µs", "own p50 µs", "own p99 µs", "p99 @1k rps ms",
+    head = ["target", "c=1 p50 ms", "c=1 p99.9 ms", "added p50 µs", "added p99 µs", "own p50 µs", "own p99 µs", "p99 @1k rps ms",
             "max rps (p99<10ms)", "max rps (any)", "stream +first µs", "stream +gap p99 µs", "own gap p99 µs",
             "RSS idle MB", "RSS load MB"]
     print("  ".join(f"{h:>18}" if i else f"{h:<22}" for i, h in enumerate(head)))
@@ -94,6 +94,7 @@ def main(results, cores, cpu):
         c1 = r["c1"]
         cells = [t]
         cells.append(f"{c1[0] * 1e3:.3f}" if c1 else "-")
+        cells.append(f"{c1[2] * 1e3:.3f}" if c1 and c1[2] else "-")
         cells.append(f"{us(c1[0] - base['c1'][0]):.0f}" if c1 and base and base["c1"] and t != "direct" else "-")
         cells.append(f"{us(c1[1] - base['c1'][1]):.0f}" if c1 and base and base["c1"] and t != "direct" else "-")
         own = c1 and hop and hop["c1"] and t not in ("direct", "relay")

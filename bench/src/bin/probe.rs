@@ -1,5 +1,5 @@
 //! Latency probe with microsecond resolution, one request at a time:
-//!   probe latency URL N BODY   whole responses: p50 / p99 of the time to the full answer
+//!   probe latency URL N BODY   whole responses: p50 / p99 / p99.9 of the time to the full answer
 //!   probe stream URL N BODY    streams: time to the first chunk and gaps between chunks
 //! Prints JSON (microseconds). Sends `Authorization: Bearer $PROBE_KEY` (default sk-bench) and
 //! any `PROBE_HEADERS` ("name: value|name: value").
@@ -62,11 +62,11 @@ async fn main() {
             }
         }
     }
-    let (p50, p99) = (pct(&mut firsts, 0.5), pct(&mut firsts, 0.99));
+    let (p50, p99, p999) = (pct(&mut firsts, 0.5), pct(&mut firsts, 0.99), pct(&mut firsts, 0.999));
     println!(
         "{}",
         serde_json::json!({
-            "requests": n, "errors": errors, "p50_us": p50, "p99_us": p99,
+            "requests": n, "errors": errors, "p50_us": p50, "p99_us": p99, "p999_us": p999,
             "gap_p50_us": pct(&mut gaps, 0.5), "gap_p99_us": pct(&mut gaps, 0.99),
         })
     );
