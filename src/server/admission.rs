@@ -62,7 +62,6 @@ impl Reservation {
             .map(|h| KeySettled { account: &h.account, period: h.period, reserved: h.amount, used: used(&h.account) })
             .collect();
         gw.scheduler.settle_keys(&settled);
-        drop(settled);
         self.held.clear();
     }
 }
