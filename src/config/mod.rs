@@ -1,6 +1,7 @@
 //! `config.yaml`: the typed configuration, and loading it with `${VAR}` expansion and
 //! validation that reports every error with file, line, field and fix.
 
+mod cache;
 mod env;
 mod error;
 mod load;
@@ -19,6 +20,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::domain::{AdapterName, ChannelSelection, GroupName, KeyName, Secret, SourceName, mask};
+pub use cache::{CacheConfig, MAX_CACHE_TTL_SECONDS};
 pub use env::expand as expand_env;
 pub use error::{ConfigError, FieldError};
 pub use load::{LoadedConfig, load, load_runtime_str, load_str, with_runtime};
@@ -79,6 +81,8 @@ pub struct Settings {
     pub shared_state: Option<SharedStateConfig>,
     /// Where prices come from, and whether costs and budgets are kept.
     pub pricing: PricingConfig,
+    /// The response cache's bounds and sharing.
+    pub cache: CacheConfig,
 }
 
 /// The configuration in use: the settings, and the catalog the admin API, the WebUI and the
@@ -502,6 +506,9 @@ pub struct KeyConfig {
     /// USD this key may spend per period; unset = no limit.
     #[serde(default)]
     pub budget: Option<Budget>,
+    /// Whether this key's answers are cached (over its routes' and sources' say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<bool>,
 }
 
 impl KeyConfig {
@@ -561,6 +568,9 @@ pub struct SourceConfig {
     /// asked, bounded by `timeout_seconds` only).
     #[serde(default = "enabled_by_default", skip_serializing_if = "is_enabled")]
     pub stream_whole_answers: bool,
+    /// Whether answers from this source are cached when neither the key nor the route says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<bool>,
     /// What a native pass-through forwards beyond the ordinary fields and betas.
     #[serde(default, skip_serializing_if = "PassthroughConfig::is_default")]
     pub passthrough: PassthroughConfig,

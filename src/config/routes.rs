@@ -16,6 +16,8 @@ pub struct RouteConfig {
     pub group: GroupName,
     pub mode: RouteMode,
     pub providers: Vec<RouteProvider>,
+    /// Whether this route's answers are cached (over its sources' say; a key's own wins).
+    pub cache: Option<bool>,
 }
 
 /// A route as config.yaml, the runtime file and the admin API write it.
@@ -34,6 +36,8 @@ struct RouteWire {
     adapter_config: Option<VisionConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     fusion_config: Option<FusionConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cache: Option<bool>,
 }
 
 impl TryFrom<RouteWire> for RouteConfig {
@@ -49,7 +53,7 @@ impl TryFrom<RouteWire> for RouteConfig {
             (ModeName::Fusion, _, Some(fusion)) => RouteMode::Fusion(fusion),
             (ModeName::Fusion, _, None) => return Err("fusion_config: mode fusion needs fusion_config".into()),
         };
-        Ok(RouteConfig { alias: w.alias, group: w.group, mode, providers: w.providers })
+        Ok(RouteConfig { alias: w.alias, group: w.group, mode, providers: w.providers, cache: w.cache })
     }
 }
 
@@ -61,7 +65,15 @@ impl From<RouteConfig> for RouteWire {
             RouteMode::Fusion(f) => (None, Some(f)),
             RouteMode::Direct | RouteMode::AutoSelect => (None, None),
         };
-        RouteWire { alias: r.alias, group: r.group, mode: name, providers: r.providers, adapter_config, fusion_config }
+        RouteWire {
+            alias: r.alias,
+            group: r.group,
+            mode: name,
+            providers: r.providers,
+            adapter_config,
+            fusion_config,
+            cache: r.cache,
+        }
     }
 }
 

@@ -95,6 +95,8 @@ pub struct RuntimeKey {
     pub created_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<Budget>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<bool>,
 }
 
 impl RuntimeKey {
@@ -108,6 +110,7 @@ impl RuntimeKey {
             period: self.period,
             hours: self.hours,
             budget: self.budget,
+            cache: self.cache,
         }
     }
 }

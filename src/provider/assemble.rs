@@ -30,12 +30,15 @@ pub struct Assembler {
     head: Map<String, Value>,
     choices: Vec<Choice>,
     usage: Option<Value>,
+    /// Bytes of text, reasoning and arguments held.
+    held: usize,
 }
 
-fn append(to: &mut Option<String>, piece: Option<&str>) {
-    if let Some(piece) = piece {
-        to.get_or_insert_with(String::new).push_str(piece);
-    }
+/// Appends `piece`; says how many bytes that added.
+fn append(to: &mut Option<String>, piece: Option<&str>) -> usize {
+    let Some(piece) = piece else { return 0 };
+    to.get_or_insert_with(String::new).push_str(piece);
+    piece.len()
 }
 
 impl Assembler {
@@ -68,13 +71,13 @@ impl Assembler {
             }
             let Some(delta) = choice.get("delta") else { continue };
             let text = |field: &str| delta.get(field).and_then(Value::as_str);
-            append(&mut into.content, text("content"));
-            append(&mut into.reasoning, text("reasoning_content"));
+            self.held += append(&mut into.content, text("content"));
+            self.held += append(&mut into.reasoning, text("reasoning_content"));
             // A signature belongs to the thinking it closes: the last one stands.
             if let Some(signature) = text("reasoning_signature") {
                 into.signature = Some(signature.to_string());
             }
-            append(&mut into.refusal, text("refusal"));
+            self.held += append(&mut into.refusal, text("refusal"));
             for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
                 let call_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
                 let at = match into.calls.iter().position(|c| c.0 == call_index) {
@@ -96,9 +99,15 @@ impl Assembler {
                 }
                 if let Some(fragment) = function.and_then(|f| f.get("arguments")).and_then(Value::as_str) {
                     held.3.push_str(fragment);
+                    self.held += fragment.len();
                 }
             }
         }
+    }
+
+    /// Bytes of text, reasoning and tool-call arguments put together so far.
+    pub fn held(&self) -> usize {
+        self.held
     }
 
     /// Whether the stream said everything a whole answer needs: at least one choice, each with
@@ -130,6 +139,74 @@ impl Assembler {
         out.extend(self.head);
         Value::Object(out).to_string()
     }
+}
+
+/// The chunks a stream of `whole` (a unified `chat.completion`) would have carried, in the
+/// order a live one sends them: each choice's reasoning, then its text (and refusal), its tool
+/// calls and its finish reason; the usage last. [`Assembler`] puts them back together as
+/// `whole`. `None` when `whole` is not a completion.
+pub fn as_chunks(whole: &str) -> Option<Vec<String>> {
+    let Ok(Value::Object(response)) = serde_json::from_str::<Value>(whole) else { return None };
+    let choices = response.get("choices")?.as_array()?;
+    let mut head = Map::new();
+    for field in ["id", "created", "model", "system_fingerprint"] {
+        if let Some(value) = response.get(field) {
+            head.insert(field.into(), value.clone());
+        }
+    }
+    head.insert("object".into(), json!("chat.completion.chunk"));
+    let chunk = |choices: Value, usage: Option<&Value>| {
+        let mut chunk = head.clone();
+        chunk.insert("choices".into(), choices);
+        if let Some(usage) = usage {
+            chunk.insert("usage".into(), usage.clone());
+        }
+        Value::Object(chunk).to_string()
+    };
+    let mut chunks = Vec::new();
+    for choice in choices {
+        let index = choice.get("index").cloned().unwrap_or(json!(0));
+        let message = choice.get("message").and_then(Value::as_object).cloned().unwrap_or_default();
+        let delta = |fields: Map<String, Value>| json!([{"index": index, "delta": fields, "finish_reason": null}]);
+        let mut thinking = Map::new();
+        for field in ["reasoning_content", "reasoning_signature"] {
+            if let Some(value) = message.get(field).filter(|v| v.is_string()) {
+                thinking.insert(field.into(), value.clone());
+            }
+        }
+        if !thinking.is_empty() {
+            chunks.push(chunk(delta(thinking), None));
+        }
+        let mut said = Map::new();
+        said.insert("role".into(), json!("assistant"));
+        if let Some(content) = message.get("content").filter(|c| c.is_string()) {
+            said.insert("content".into(), content.clone());
+        }
+        if let Some(refusal) = message.get("refusal").filter(|r| r.is_string()) {
+            said.insert("refusal".into(), refusal.clone());
+        }
+        chunks.push(chunk(delta(said), None));
+        if let Some(calls) = message.get("tool_calls").and_then(Value::as_array).filter(|c| !c.is_empty()) {
+            let indexed: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, call)| {
+                    let mut call = call.as_object().cloned().unwrap_or_default();
+                    call.insert("index".into(), json!(i));
+                    Value::Object(call)
+                })
+                .collect();
+            let mut fields = Map::new();
+            fields.insert("tool_calls".into(), Value::Array(indexed));
+            chunks.push(chunk(delta(fields), None));
+        }
+        let finish = choice.get("finish_reason").cloned().unwrap_or(json!("stop"));
+        chunks.push(chunk(json!([{"index": index, "delta": {}, "finish_reason": finish}]), None));
+    }
+    if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
+        chunks.push(chunk(json!([]), Some(usage)));
+    }
+    Some(chunks)
 }
 
 fn choice_json(choice: Choice) -> Value {
@@ -215,6 +292,31 @@ mod tests {
         let message = &whole["choices"][0]["message"];
         assert_eq!(message["tool_calls"][0]["function"]["arguments"], "{}");
         assert_eq!(message["reasoning_signature"], "b", "the last signature, not both");
+    }
+
+    #[test]
+    fn a_whole_answer_replays_as_chunks_that_add_up_to_it() {
+        let whole = json!({"id": "c1", "object": "chat.completion", "created": 7, "model": "m", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Hello", "reasoning_content": "thinking",
+                "reasoning_signature": "sig",
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}]},
+             "logprobs": null, "finish_reason": "tool_calls"},
+            {"index": 1, "message": {"role": "assistant", "content": "Hi", "refusal": "no"}, "logprobs": null, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12}});
+        let chunks = as_chunks(&whole.to_string()).unwrap();
+        // The books count the first choice's replay as they count the answer.
+        let mut first = whole.clone();
+        first["choices"].as_array_mut().unwrap().truncate(1);
+        let mut tally = crate::provider::Tally::default();
+        for chunk in as_chunks(&first.to_string()).unwrap() {
+            tally.add_chunk(&chunk);
+        }
+        assert_eq!(tally, crate::provider::Tally::of_response(&first.to_string()));
+        let chunks: Vec<Value> = chunks.iter().map(|c| serde_json::from_str(c).unwrap()).collect();
+        assert_eq!(assembled(&chunks), whole);
+        assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk" && c["id"] == "c1"));
+        assert_eq!(as_chunks("[]"), None);
+        assert_eq!(as_chunks(r#"{"error":{}}"#), None);
     }
 
     #[test]

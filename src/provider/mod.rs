@@ -19,9 +19,10 @@ use http_body_util::{BodyExt, Either};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+pub use assemble::as_chunks;
 pub use error::{AttemptError, TimeoutPhase};
 pub use framing::{FrameError, split as split_events};
-pub use stream::{ChunkStream, OnEnd, StreamEnd};
+pub use stream::{ChunkStream, OnEnd, OnWhole, StreamEnd};
 pub use tally::{PromptSize, Tally, prompt_estimate};
 
 use crate::config::{Config, HttpVersion, ModelConfig, SourceConfig, SourceName};

@@ -29,6 +29,17 @@ pub enum StreamEnd<'a> {
 /// client; when the client hangs up, as the stream is dropped.
 pub type OnEnd = Box<dyn FnOnce(StreamEnd<'_>) + Send>;
 
+/// Given the whole answer a stream added up to, once it completed (never a cut, failed or
+/// abandoned one).
+pub type OnWhole = Box<dyn FnOnce(String) + Send>;
+
+/// A stream's unified chunks put together as they pass, up to `limit` bytes of text.
+struct Recording {
+    assembler: super::assemble::Assembler,
+    limit: usize,
+    done: OnWhole,
+}
+
 /// What a stream carries: unified chunks (`chat.completion.chunk` JSON) or, from a native
 /// session, the client's own SSE frames; an `Err` item is final.
 pub struct ChunkStream {
@@ -42,6 +53,7 @@ pub struct ChunkStream {
     on_end: Option<OnEnd>,
     /// Usage-only chunks are counted but not passed on (the client did not ask for them).
     hide_usage: bool,
+    recording: Option<Recording>,
 }
 
 /// One item of the inner stream.
@@ -100,6 +112,21 @@ impl ChunkStream {
         self
     }
 
+    /// Puts the whole answer together as its chunks pass, for `done` once the stream completes;
+    /// past `limit` bytes of text it stops (and `done` is never called).
+    pub fn recording(mut self, limit: usize, done: OnWhole) -> ChunkStream {
+        self.recording = Some(Recording { assembler: Default::default(), limit, done });
+        self
+    }
+
+    fn record(&mut self, chunk: &str) {
+        let Some(recording) = &mut self.recording else { return };
+        recording.assembler.chunk(chunk);
+        if recording.assembler.held() > recording.limit {
+            self.recording = None;
+        }
+    }
+
     /// A stream of chunks already in hand (an answer chosen after the fact, e.g. by a judge).
     pub fn replay(chunks: Vec<String>) -> ChunkStream {
         ChunkStream {
@@ -109,6 +136,7 @@ impl ChunkStream {
             tally: Tally::default(),
             on_end: None,
             hide_usage: false,
+            recording: None,
         }
     }
 
@@ -150,6 +178,7 @@ impl ChunkStream {
             tally: Tally::default(),
             on_end: None,
             hide_usage: false,
+            recording: None,
         }
     }
 }
@@ -161,6 +190,7 @@ impl Stream for ChunkStream {
         loop {
             let item = match std::task::ready!(self.inner.poll_next_unpin(cx)) {
                 Some(Ok(Piece::Chunk(chunk))) => {
+                    self.record(&chunk);
                     let usage_only = self.tally.add_chunk(&chunk);
                     if usage_only && self.hide_usage {
                         continue;
@@ -168,11 +198,13 @@ impl Stream for ChunkStream {
                     Some(Ok(chunk))
                 }
                 Some(Ok(Piece::Book(chunk))) => {
+                    self.record(&chunk);
                     self.tally.add_chunk(&chunk);
                     continue;
                 }
                 Some(Ok(Piece::Wire(frame))) => Some(Ok(frame)),
                 Some(Err(e)) => {
+                    self.recording = None;
                     if let Some(f) = self.on_end.take() {
                         f(StreamEnd::Failed(&e, std::mem::take(&mut self.tally)));
                     }
@@ -181,6 +213,11 @@ impl Stream for ChunkStream {
                 None => {
                     if let Some(f) = self.on_end.take() {
                         f(StreamEnd::Complete(std::mem::take(&mut self.tally)));
+                    }
+                    if let Some(recording) = self.recording.take()
+                        && recording.assembler.is_whole()
+                    {
+                        (recording.done)(recording.assembler.finish());
                     }
                     None
                 }

@@ -167,7 +167,7 @@ pub fn reply(source: &SourceName, kind: ModelKind, done: Done, books: Books) -> 
             books.close(StreamEnd::Complete(tally));
             match completion {
                 Completion::Unified(body) => Answer::Complete(body),
-                Completion::Native { body, .. } => Answer::Native(body),
+                Completion::Native { body, unified } => Answer::Native { body, unified },
             }
         }
         Done::Stream(chunks) => Answer::Stream(chunks.on_end(Box::new(move |end| books.close(end)))),

@@ -46,6 +46,8 @@ pub struct KeyEntry {
     pub quota: Option<Quota>,
     /// USD it may spend per period.
     pub budget: Option<crate::domain::Budget>,
+    /// Whether its answers are cached (`None`: as its route or sources say).
+    pub cache: Option<bool>,
 }
 
 impl KeyEntry {
@@ -70,6 +72,7 @@ impl KeyTable {
             group: k.group.clone(),
             quota: k.quota(),
             budget: k.budget,
+            cache: k.cache,
         };
         let mut by_digest: HashMap<[u8; 32], KeyEntry> = config
             .keys

@@ -17,8 +17,11 @@ use crate::provider::ChunkStream;
 /// client's own protocol. A stream says which with [`ChunkStream::is_native`].
 pub enum Answer {
     Complete(String),
-    /// A whole answer in the client's protocol, as the upstream sent it.
-    Native(Vec<u8>),
+    /// A whole answer in the client's protocol, as the upstream sent it, and its unified form.
+    Native {
+        body: Vec<u8>,
+        unified: String,
+    },
     Stream(ChunkStream),
 }
 

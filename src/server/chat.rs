@@ -60,7 +60,7 @@ pub async fn chat_completions(
     let reply = dispatch(gw, &key, call).await?;
     let mut response = match reply.answer {
         Answer::Complete(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Answer::Native(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Answer::Native { body, .. } => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Answer::Stream(chunks) => sse_response(chunks.hiding_usage(hide_usage), started),
     };
     response.headers_mut().extend(reply.headers);

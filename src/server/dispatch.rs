@@ -14,6 +14,7 @@ use super::attempt;
 use super::auth::KeyEntry;
 use super::bill;
 use super::books::{Books, LogContext};
+use super::cache;
 use super::call::{Call, CallBody, Reply};
 use super::conversation::Conversation;
 use super::error::ApiError;
@@ -42,39 +43,37 @@ pub fn dispatch<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> 
     })
 }
 
-/// Resolves, applies the route's mode, and serves.
+/// Resolves, answers from the cache when it can, applies the route's mode, and serves.
 async fn route_and_serve<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call<'a>) -> Result<Reply, ApiError> {
+    let started = Instant::now();
+    let (route, candidates, mode) = plan_candidates(key, &call)?;
+    let label = super::scope::metric_label(&call, mode, &candidates);
+    let log = LogContext::of(&call, key, route.map(|r| r.alias.clone()), mode, label);
+    if let (Some(why), Some(RouteMode::Vision(_) | RouteMode::Fusion(_))) =
+        (call.body.untranslatable(), route.map(|r| &r.mode))
     {
-        let (route, candidates, mode) = plan_candidates(key, &call)?;
-        let label = super::scope::metric_label(&call, mode, &candidates);
-        let log = LogContext::of(&call, key, route.map(|r| r.alias.clone()), mode, label);
-        if let (Some(why), Some(RouteMode::Vision(_) | RouteMode::Fusion(_))) =
-            (call.body.untranslatable(), route.map(|r| &r.mode))
-        {
-            return Err(ApiError::invalid_request(why.to_string()));
-        }
-        match route.map(|r| (r, &r.mode)) {
-            Some((_, RouteMode::Vision(vision))) => {
-                match modes::vision::describe_images(&Gate(gw), key, &call, vision).await? {
-                    Some(unified) => {
-                        serve(
-                            gw,
-                            key,
-                            &Call { body: CallBody::Unified(&unified), native: None, ..call },
-                            candidates,
-                            log,
-                        )
-                        .await
-                    }
-                    None => serve(gw, key, &call, candidates, log).await,
-                }
-            }
-            Some((r, RouteMode::Fusion(fusion))) => {
-                modes::fusion::fuse(&Gate(gw), key, &call, r, fusion, candidates).await
-            }
-            _ => serve(gw, key, &call, candidates, log).await,
-        }
+        return Err(ApiError::invalid_request(why.to_string()));
     }
+    let cached = gw.cache.plan(key, &call, route, &candidates)?;
+    if let cache::Plan::Use(lookup) = &cached
+        && let Some(entry) = gw.cache.find(lookup, gw.scheduler.now())
+    {
+        return cache::hit(gw, key, &call, &log, &entry, started);
+    }
+    let reply = match route.map(|r| (r, &r.mode)) {
+        Some((_, RouteMode::Vision(vision))) => {
+            match modes::vision::describe_images(&Gate(gw), key, &call, vision).await? {
+                Some(unified) => {
+                    let described = Call { body: CallBody::Unified(&unified), native: None, ..call };
+                    serve(gw, key, &described, candidates, log).await
+                }
+                None => serve(gw, key, &call, candidates, log).await,
+            }
+        }
+        Some((r, RouteMode::Fusion(fusion))) => modes::fusion::fuse(&Gate(gw), key, &call, r, fusion, candidates).await,
+        _ => serve(gw, key, &call, candidates, log).await,
+    }?;
+    Ok(cache::missed(gw, cached, reply))
 }
 
 /// The gateway as the modes see it.

@@ -104,6 +104,17 @@ struct HttpLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CacheLabels {
+    /// `hit`, `miss` or `bypass`.
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SavedLabels {
+    gen_ai_token_type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct FoldedLabels {
     family: &'static str,
 }
@@ -171,6 +182,8 @@ pub struct Metrics {
     source_in_flight: Family<SourceLabels, Gauge>,
     source_queued: Family<SourceLabels, Gauge>,
     failovers: Family<ModelLabels, Counter>,
+    cache_requests: Family<CacheLabels, Counter>,
+    cache_saved: Family<SavedLabels, Counter>,
     journal_backlog: Gauge,
     pool_capacity: Family<AdapterLabels, Gauge>,
     pool_idle: Family<AdapterLabels, Gauge>,
@@ -278,6 +291,18 @@ impl Metrics {
             "Requests served by a candidate after others failed",
             failovers.clone(),
         );
+        let cache_requests = Family::<CacheLabels, Counter>::default();
+        registry.register(
+            "switchyard_cache_requests",
+            "Requests the response cache was asked about, by result (hit, miss, bypass)",
+            cache_requests.clone(),
+        );
+        let cache_saved = Family::<SavedLabels, Counter>::default();
+        registry.register(
+            "switchyard_cache_saved_tokens",
+            "Tokens answered from the response cache instead of an upstream (input, output)",
+            cache_saved.clone(),
+        );
         let journal_backlog = Gauge::default();
         registry.register(
             "switchyard_state_journal_backlog",
@@ -339,6 +364,8 @@ impl Metrics {
             source_in_flight,
             source_queued,
             failovers,
+            cache_requests,
+            cache_saved,
             journal_backlog,
             pool_capacity,
             pool_idle,
@@ -462,6 +489,17 @@ impl Metrics {
         let spent = scheduler.key_used(account, budget.period).min(i64::MAX as u64) as i64;
         self.budget_spent.get_or_create(&labels).set(crate::domain::Usd::from_pico(spent).as_f64());
         self.budget_limit.get_or_create(&labels).set(budget.usd.as_f64());
+    }
+
+    /// A request the response cache was asked about: `hit`, `miss` or `bypass`.
+    pub fn cache_request(&self, result: &'static str) {
+        self.cache_requests.get_or_create(&CacheLabels { result }).inc();
+    }
+
+    /// A hit's tokens, which no upstream was paid for.
+    pub fn cache_saved(&self, input: u64, output: u64) {
+        self.cache_saved.get_or_create(&SavedLabels { gen_ai_token_type: "input" }).inc_by(input);
+        self.cache_saved.get_or_create(&SavedLabels { gen_ai_token_type: "output" }).inc_by(output);
     }
 
     /// A request served after `failed` candidates failed before it.

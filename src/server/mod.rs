@@ -6,6 +6,7 @@ mod attempt;
 mod auth;
 mod bill;
 mod books;
+mod cache;
 mod call;
 mod chat;
 mod client_metrics;
@@ -105,6 +106,8 @@ pub struct Gateway {
     stored_budget: responses::StoredBudget,
     /// The price table (shipped, or `pricing.table`), read once.
     pub price_table: Arc<crate::pricing::Table>,
+    /// Whole answers kept for requests asked again (`cache`).
+    pub cache: cache::ResponseCache,
 }
 
 impl Gateway {
@@ -123,6 +126,7 @@ impl Gateway {
         let price_table = Arc::new(crate::pricing::load_table(&settings.pricing)?);
         let prices = crate::pricing::PriceBook::new(price_table.clone(), &config, &file.prices);
         let runtime = Runtime { provider: Provider::new(&config)?, keys: KeyTable::new(&config), prices, config, file };
+        let cache = cache::ResponseCache::new(&settings.cache);
         Ok(Gateway {
             settings,
             base,
@@ -140,6 +144,7 @@ impl Gateway {
             auth_failures: Default::default(),
             stored_budget: Default::default(),
             price_table,
+            cache,
         })
     }
 

@@ -49,6 +49,7 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     super::schema::add_column(conn, "request_logs", "cost_pico", "INTEGER")?;
     super::schema::add_column(conn, "request_logs", "cost_estimated", "INTEGER NOT NULL DEFAULT 0")?;
     super::schema::add_column(conn, "request_logs", "cost_unknown", "INTEGER NOT NULL DEFAULT 0")?;
+    super::schema::add_column(conn, "request_logs", "cache_hit", "INTEGER NOT NULL DEFAULT 0")?;
     conn.execute_batch(INDEXES)
 }
 
@@ -98,15 +99,18 @@ pub struct LogRow {
     /// The model has no price: what it cost is not known (never logged as $0).
     #[serde(default)]
     pub cost_unknown: bool,
+    /// Answered from the response cache (source `cache`): nothing went upstream.
+    #[serde(default)]
+    pub cache_hit: bool,
 }
 
 pub fn insert(conn: &Connection, r: &LogRow) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO request_logs (at_ms, request_id, key, route, mode, source, model, status, error, message,
              first_byte_ms, total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id,
-             usage_estimated, replica, tokens_cache_write, cost_pico, cost_estimated, cost_unknown)
+             usage_estimated, replica, tokens_cache_write, cost_pico, cost_estimated, cost_unknown, cache_hit)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,
-             ?23, ?24)",
+             ?23, ?24, ?25)",
     )?
     .execute(params![
         r.at_ms as i64,
@@ -132,7 +136,8 @@ pub fn insert(conn: &Connection, r: &LogRow) -> rusqlite::Result<()> {
         r.tokens_cache_write.map(|v| v as i64),
         r.cost_usd.map(Usd::pico),
         r.cost_estimated,
-        r.cost_unknown
+        r.cost_unknown,
+        r.cache_hit
     ])?;
     Ok(())
 }
@@ -152,6 +157,8 @@ pub struct LogQuery {
     pub request_id: Option<String>,
     pub fusion_id: Option<String>,
     pub replica: Option<String>,
+    /// `true`: only answers from the response cache; `false`: only the others.
+    pub cache_hit: Option<bool>,
     pub since_ms: Option<u64>,
     pub until_ms: Option<u64>,
     pub limit: Option<u32>,
@@ -190,6 +197,11 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
         clauses.push("status = ?");
         args.push(Box::new(status));
     }
+    match q.cache_hit {
+        Some(true) => clauses.push("cache_hit = 1"),
+        Some(false) => clauses.push("cache_hit = 0"),
+        None => {}
+    }
     match q.errors {
         Some(true) => clauses.push("error IS NOT NULL"),
         Some(false) => clauses.push("error IS NULL"),
@@ -212,7 +224,7 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
     let sql = format!(
         "SELECT id, at_ms, request_id, key, route, mode, source, model, status, error, message, first_byte_ms,
              total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id, usage_estimated, replica,
-             tokens_cache_write, cost_pico, cost_estimated, cost_unknown
+             tokens_cache_write, cost_pico, cost_estimated, cost_unknown, cache_hit
          FROM request_logs{filter} ORDER BY id DESC LIMIT {limit} OFFSET {offset}"
     );
     let mut stmt = conn.prepare(&sql)?;
@@ -245,6 +257,7 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
                 cost_usd: r.get::<_, Option<i64>>(22)?.map(Usd::from_pico),
                 cost_estimated: r.get(23)?,
                 cost_unknown: r.get(24)?,
+                cache_hit: r.get(25)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -12,6 +12,7 @@ mod support;
 mod admin;
 mod anthropic_upstream;
 mod authoring;
+mod cache;
 mod chat;
 mod config_check;
 mod costs;

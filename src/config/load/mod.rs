@@ -108,6 +108,7 @@ const TOP_LEVEL: &[&str] = &[
     "stored_responses",
     "adapters",
     "pricing",
+    "cache",
     "prices",
     "budgets",
     "keys",

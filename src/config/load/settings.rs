@@ -95,6 +95,10 @@ impl Collector<'_> {
         self.check_adapter_policies(&adapter_policies, &sandbox);
         self.check_scoring(&scoring);
         let pricing: crate::config::PricingConfig = self.field(top, "pricing").unwrap_or_default();
+        let cache: crate::config::CacheConfig = self.field(top, "cache").unwrap_or_default();
+        if let Some((field, what, fix)) = cache.problem() {
+            self.error(&format!("cache.{field}"), what, fix);
+        }
         Settings {
             listen,
             admin_token,
@@ -121,6 +125,7 @@ impl Collector<'_> {
             shared_state,
             adapters: adapter_policies,
             pricing,
+            cache,
         }
     }
 

@@ -3,6 +3,7 @@
 //! `admin_token`. Every change goes through `Gateway::edit`: validated, persisted, swapped in.
 
 pub(crate) mod adapters;
+mod cache;
 mod chains;
 mod health;
 mod in_process;
@@ -66,6 +67,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router<Arc<Gateway>> {
         .route("/prices", get(money::list).put(money::set).delete(money::delete))
         .route("/spend", get(money::spend))
         .route("/budgets", get(money::budgets))
+        .route("/cache", get(cache::show).delete(cache::purge))
         .route("/openapi.json", get(openapi::document));
     // Keyway's paths for the same operations, so its tooling keeps working.
     let keyway = Router::new()

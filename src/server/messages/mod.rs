@@ -66,7 +66,7 @@ pub async fn messages(
     let reply = dispatch(gw, &key, call).await?;
     let mut response = match reply.answer {
         // An Anthropic upstream's own answer, untouched (signatures, cache usage, new fields).
-        Answer::Native(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Answer::Native { body, .. } => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Answer::Complete(body) => {
             let unified: switchyard_unified::Reply = serde_json::from_str(&body).map_err(|e| {
                 ApiError::new(

@@ -123,7 +123,7 @@ pub async fn fuse(
     });
     let chosen = &answered[best].response;
     let answer = if call.stream {
-        Answer::Stream(ChunkStream::replay(as_chunks(chosen)))
+        Answer::Stream(ChunkStream::replay(crate::provider::as_chunks(&chosen.to_string()).unwrap_or_default()))
     } else {
         Answer::Complete(chosen.to_string())
     };
@@ -188,42 +188,6 @@ fn best_index(reply: &str, count: usize) -> Option<usize> {
         .map(|n| n - 1)
 }
 
-/// A whole chat completion as the chunks a stream of it would have carried.
-fn as_chunks(response: &Value) -> Vec<String> {
-    let choice = &response["choices"][0];
-    let message = &choice["message"];
-    let mut delta = json!({"role": "assistant", "content": message["content"]});
-    if let Some(calls) = message["tool_calls"].as_array() {
-        let indexed: Vec<Value> = calls
-            .iter()
-            .enumerate()
-            // An adapter's output is not trusted to be well formed: a call that is not an
-            // object is left as it is (indexing into it would panic).
-            .map(|(i, c)| {
-                let mut c = c.clone();
-                if let Some(call) = c.as_object_mut() {
-                    call.insert("index".into(), json!(i));
-                }
-                c
-            })
-            .collect();
-        delta["tool_calls"] = Value::Array(indexed);
-    }
-    let chunk = |choices: Value, usage: &Value| {
-        json!({"id": response["id"], "object": "chat.completion.chunk", "created": response["created"],
-               "model": response["model"], "choices": choices, "usage": usage})
-        .to_string()
-    };
-    let mut chunks = vec![
-        chunk(json!([{"index": 0, "delta": delta, "finish_reason": null}]), &Value::Null),
-        chunk(json!([{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]), &Value::Null),
-    ];
-    if response["usage"].is_object() {
-        chunks.push(chunk(json!([]), &response["usage"]));
-    }
-    chunks
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,17 +198,5 @@ mod tests {
         assert_eq!(best_index("The best is [3], then 1.", 3), Some(2));
         assert_eq!(best_index("Answer 7 is out of range; 1 wins", 3), Some(0));
         assert_eq!(best_index("none of them", 3), None);
-    }
-
-    #[test]
-    fn a_whole_answer_replays_as_chunks_that_add_up_to_it() {
-        let response = json!({"id": "x", "created": 1, "model": "m", "choices": [{"index": 0,
-            "message": {"role": "assistant", "content": "hi", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-            "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}});
-        let mut tally = crate::provider::Tally::default();
-        for c in as_chunks(&response) {
-            tally.add_chunk(&c);
-        }
-        assert_eq!(tally, crate::provider::Tally::of_response(&response.to_string()));
     }
 }

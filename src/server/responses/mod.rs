@@ -109,7 +109,7 @@ pub async fn responses(
     let reply = dispatch(&gw, &key, call).await?;
     // Only a translated answer lost them; a Responses upstream got the request whole.
     let native =
-        matches!(&reply.answer, Answer::Native(_)) || matches!(&reply.answer, Answer::Stream(c) if c.is_native());
+        matches!(&reply.answer, Answer::Native { .. }) || matches!(&reply.answer, Answer::Stream(c) if c.is_native());
     turn.translated = !native;
     if !native && (!dropped.tools.is_empty() || !dropped.items.is_empty()) {
         tracing::warn!(tools = ?dropped.tools, items = ?dropped.items, "responses: built-in tools and input items a chat upstream cannot take were left out");
@@ -124,7 +124,7 @@ pub async fn responses(
             axum::Json(object).into_response()
         }
         // A Responses upstream's own answer, untouched (encrypted reasoning, built-in tool calls).
-        Answer::Native(body) => {
+        Answer::Native { body, .. } => {
             if let Ok(object) = serde_json::from_slice::<Value>(&body) {
                 turn.save(&object);
             }

@@ -1,0 +1,320 @@
+//! The response cache: which requests it answers and keeps (the key's, route's or sources'
+//! say, then the client's `cache-control`), a hit's reply and log row, and a miss's answer kept.
+
+mod key;
+mod store;
+
+pub use key::CacheKey;
+pub use store::{Entry, MemoryStore};
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, HeaderValue};
+
+use super::Gateway;
+use super::attempt::SOURCE_HEADER;
+use super::auth::KeyEntry;
+use super::books::LogContext;
+use super::call::{Answer, Call, Reply};
+use super::error::ApiError;
+use crate::config::{CacheConfig, ModelKind, RouteConfig};
+use crate::domain::{SlotKey, SourceName, UnixMs};
+use crate::provider::{ChunkStream, Tally};
+use crate::router::Planned;
+
+/// Says what the cache did: `hit`, `miss` (asked upstream; kept if it completes) or `bypass`.
+pub const CACHE_HEADER: &str = "x-switchyard-cache";
+/// A client's own time to keep its answer, in seconds (at most `cache.ttl_seconds`; 0 keeps nothing).
+pub const TTL_HEADER: &str = "x-switchyard-cache-ttl";
+/// The source of a hit's log row.
+pub const CACHE_SOURCE: &str = "cache";
+
+/// Request headers that change an answer as much as its body does.
+const ANSWER_HEADERS: &[&str] = &["anthropic-beta", "anthropic-version"];
+
+pub struct ResponseCache {
+    config: CacheConfig,
+    memory: MemoryStore,
+}
+
+/// What the cache does for one request.
+pub enum Plan {
+    /// Not cached here: no header, no work.
+    Off,
+    /// Cached here, but not this request (the client's `no-store`, a body with no key).
+    Bypass,
+    Use(Lookup),
+}
+
+/// A cached request: its key, whether an entry may answer it, and how long its answer is kept.
+pub struct Lookup {
+    key: CacheKey,
+    /// `false` after the client's `no-cache`: asked upstream, and the answer kept.
+    read: bool,
+    /// The oldest entry the client takes (`max-age`).
+    max_age: Option<Duration>,
+    /// `None`: the answer is not kept.
+    ttl: Option<Duration>,
+}
+
+/// What a client said of caching in its request headers.
+#[derive(Debug, Default, PartialEq)]
+struct Directives {
+    no_store: bool,
+    no_cache: bool,
+    max_age: Option<u64>,
+    ttl: Option<u64>,
+}
+
+fn directives(headers: &HeaderMap) -> Result<Directives, ApiError> {
+    let mut said = Directives::default();
+    for value in headers.get_all(axum::http::header::CACHE_CONTROL).iter().filter_map(|v| v.to_str().ok()) {
+        for directive in value.split(',').map(str::trim) {
+            let (name, arg) = directive.split_once('=').unwrap_or((directive, ""));
+            match name.to_ascii_lowercase().as_str() {
+                "no-store" => said.no_store = true,
+                "no-cache" => said.no_cache = true,
+                "max-age" => said.max_age = arg.trim_matches('"').parse().ok(),
+                _ => {}
+            }
+        }
+    }
+    if let Some(value) = headers.get(TTL_HEADER) {
+        let ttl = value.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()).ok_or_else(|| {
+            ApiError::invalid_request(format!("{TTL_HEADER} must be a whole number of seconds")).param(TTL_HEADER)
+        })?;
+        said.ttl = Some(ttl);
+    }
+    Ok(said)
+}
+
+impl ResponseCache {
+    pub fn new(config: &CacheConfig) -> ResponseCache {
+        ResponseCache {
+            memory: MemoryStore::new(config.max_bytes(), config.max_entry_bytes() as u64),
+            config: config.clone(),
+        }
+    }
+
+    /// Whether and how `call` goes through the cache: a client's own request for a chat
+    /// answer, cached when its key says so, else its route, else every candidate's source.
+    pub fn plan(
+        &self,
+        key: &KeyEntry,
+        call: &Call<'_>,
+        route: Option<&RouteConfig>,
+        candidates: &[Planned<'_>],
+    ) -> Result<Plan, ApiError> {
+        if call.depth != 0 || call.kind != ModelKind::Chat {
+            return Ok(Plan::Off);
+        }
+        let on = key.cache.or(route.and_then(|r| r.cache)).unwrap_or_else(|| {
+            !candidates.is_empty() && candidates.iter().all(|p| p.resolved.source.cache == Some(true))
+        });
+        if !on {
+            return Ok(Plan::Off);
+        }
+        let empty = HeaderMap::new();
+        let (protocol, body, headers) = match call.native {
+            Some(native) => (native.protocol.as_str(), native.body, native.headers),
+            None => ("unified", call.body.text().as_bytes(), &empty),
+        };
+        let said = directives(headers)?;
+        if said.no_store {
+            return Ok(Plan::Bypass);
+        }
+        let answer_headers: Vec<(&str, &str)> = ANSWER_HEADERS
+            .iter()
+            .flat_map(|name| headers.get_all(*name).iter().filter_map(|v| v.to_str().ok()).map(|v| (*name, v)))
+            .collect();
+        // Never across tenants: a key's own entries, unless its group is shared.
+        let partition = if self.config.shared_groups.contains(&key.group) {
+            format!("group:{}", key.group)
+        } else {
+            format!("key:{}", key.id)
+        };
+        let request =
+            key::Request { partition: &partition, model: call.model, protocol, headers: &answer_headers, body };
+        let Some(key) = request.key() else { return Ok(Plan::Bypass) };
+        let ttl = said.ttl.map_or(self.config.ttl_seconds, |asked| asked.min(self.config.ttl_seconds));
+        Ok(Plan::Use(Lookup {
+            key,
+            read: !said.no_cache,
+            max_age: said.max_age.map(Duration::from_secs),
+            ttl: (ttl > 0).then(|| Duration::from_secs(ttl)),
+        }))
+    }
+
+    /// The entry that answers `lookup` at `now`, if any.
+    pub fn find(&self, lookup: &Lookup, now: UnixMs) -> Option<Arc<Entry>> {
+        if !lookup.read {
+            return None;
+        }
+        let entry = self.memory.get(&lookup.key, now)?;
+        match lookup.max_age {
+            Some(max_age) if now.since(entry.stored_at) > max_age => None,
+            _ => Some(entry),
+        }
+    }
+
+    /// Keeps a whole answer (a complete one only: every choice finished) from `source`.
+    fn keep(&self, key: CacheKey, ttl: Duration, unified: String, source: &str, now: UnixMs) {
+        if unified.len() > self.config.max_entry_bytes() || !finished(&unified) {
+            return;
+        }
+        let tally = Tally::of_response(&unified);
+        self.memory.put(
+            key,
+            Entry {
+                unified,
+                source: source.to_string(),
+                stored_at: now,
+                expires_at: now.plus(ttl),
+                tokens_in: tally.prompt_tokens,
+                tokens_out: tally.completion_tokens,
+            },
+        );
+    }
+
+    /// Forgets every entry.
+    pub fn purge(&self) {
+        self.memory.purge();
+    }
+
+    /// (entries, bytes held).
+    pub fn size(&self) -> (usize, u64) {
+        self.memory.size()
+    }
+
+    pub fn config(&self) -> &CacheConfig {
+        &self.config
+    }
+}
+
+/// Whether a unified answer is whole: choices, each with its finish reason.
+fn finished(unified: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Choice {
+        finish_reason: Option<serde::de::IgnoredAny>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Whole {
+        choices: Vec<Choice>,
+    }
+    serde_json::from_str::<Whole>(unified)
+        .is_ok_and(|w| !w.choices.is_empty() && w.choices.iter().all(|c| c.finish_reason.is_some()))
+}
+
+/// A hit: the entry as a whole answer or as a stream, with its log row (source `cache`, the
+/// tokens the client got, no cost) and, when hits count, its tokens against the key's quota.
+pub fn hit(
+    gw: &Arc<Gateway>,
+    key: &KeyEntry,
+    call: &Call<'_>,
+    log: &LogContext,
+    entry: &Entry,
+    started: Instant,
+) -> Result<Reply, ApiError> {
+    let tokens = entry.tokens_in.saturating_add(entry.tokens_out);
+    if gw.cache.config.hits_count_against_quotas {
+        super::admission::admit_tokens(gw, key, tokens)?.settle(tokens, None);
+    }
+    let now = gw.scheduler.now();
+    let answer = if call.stream {
+        Answer::Stream(ChunkStream::replay(crate::provider::as_chunks(&entry.unified).unwrap_or_default()))
+    } else {
+        Answer::Complete(entry.unified.clone())
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert(CACHE_HEADER, HeaderValue::from_static("hit"));
+    headers.insert(axum::http::header::AGE, HeaderValue::from(now.since(entry.stored_at).as_secs()));
+    if let Ok(source) = HeaderValue::from_str(&entry.source) {
+        headers.insert(SOURCE_HEADER, source);
+    }
+    let slot = SlotKey { source: SourceName::new(CACHE_SOURCE), model: call.model.to_string() };
+    let mut row = log.row(gw, &slot, started);
+    row.status = Some(200);
+    row.first_byte_ms = Some(row.total_ms);
+    row.tokens_in = Some(entry.tokens_in);
+    row.tokens_out = Some(entry.tokens_out);
+    row.cache_hit = true;
+    gw.state.log_charged(row, Vec::new());
+    gw.metrics.cache_request("hit");
+    gw.metrics.cache_saved(entry.tokens_in, entry.tokens_out);
+    Ok(Reply { answer, headers })
+}
+
+/// A miss's reply, marked, with its answer kept once whole: a JSON answer at once, a stream
+/// when it completes (never a cut, failed or abandoned one, nor one past the entry bound).
+pub fn missed(gw: &Arc<Gateway>, plan: Plan, mut reply: Reply) -> Reply {
+    let lookup = match plan {
+        Plan::Off => return reply,
+        Plan::Bypass => {
+            gw.metrics.cache_request("bypass");
+            reply.headers.insert(CACHE_HEADER, HeaderValue::from_static("bypass"));
+            return reply;
+        }
+        Plan::Use(lookup) => lookup,
+    };
+    gw.metrics.cache_request("miss");
+    reply.headers.insert(CACHE_HEADER, HeaderValue::from_static("miss"));
+    let Some(ttl) = lookup.ttl else { return reply };
+    let source = reply.headers.get(SOURCE_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let now = gw.scheduler.now();
+    reply.answer = match reply.answer {
+        Answer::Complete(unified) => {
+            gw.cache.keep(lookup.key, ttl, unified.clone(), &source, now);
+            Answer::Complete(unified)
+        }
+        Answer::Native { body, unified } => {
+            gw.cache.keep(lookup.key, ttl, unified, &source, now);
+            Answer::Native { body, unified: String::new() }
+        }
+        Answer::Stream(chunks) => {
+            let gw = Arc::clone(gw);
+            let limit = gw.cache.config.max_entry_bytes();
+            Answer::Stream(chunks.recording(
+                limit,
+                Box::new(move |whole| {
+                    let now = gw.scheduler.now();
+                    gw.cache.keep(lookup.key, ttl, whole, &source, now);
+                }),
+            ))
+        }
+    };
+    reply
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn the_clients_cache_control_and_ttl_are_read() {
+        assert_eq!(directives(&headers(&[])).unwrap(), Directives::default());
+        let said = directives(&headers(&[("cache-control", "No-Cache, max-age=60"), (TTL_HEADER, " 30 ")])).unwrap();
+        assert_eq!(said, Directives { no_store: false, no_cache: true, max_age: Some(60), ttl: Some(30) });
+        assert!(directives(&headers(&[("cache-control", "private"), ("cache-control", "no-store")])).unwrap().no_store);
+        let refused = directives(&headers(&[(TTL_HEADER, "soon")])).unwrap_err();
+        assert_eq!(refused.status, axum::http::StatusCode::BAD_REQUEST);
+        assert!(refused.message.contains(TTL_HEADER), "{}", refused.message);
+    }
+
+    #[test]
+    fn only_an_answer_whose_every_choice_finished_is_whole() {
+        assert!(finished(r#"{"choices":[{"index":0,"message":{},"finish_reason":"stop"}]}"#));
+        assert!(finished(r#"{"choices":[{"finish_reason":"length"},{"finish_reason":"stop"}]}"#));
+        assert!(!finished(r#"{"choices":[{"finish_reason":"stop"},{"finish_reason":null}]}"#));
+        assert!(!finished(r#"{"choices":[]}"#));
+        assert!(!finished(r#"{"error":{"message":"x"}}"#));
+    }
+}
