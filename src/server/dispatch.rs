@@ -56,7 +56,7 @@ async fn route_and_serve<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call
     }
     let cached = gw.cache.plan(key, &call, route, &candidates)?;
     if let cache::Plan::Use(lookup) = &cached
-        && let Some(entry) = gw.cache.find(lookup, gw.scheduler.now())
+        && let Some(entry) = gw.cache.find(lookup, gw.scheduler.now()).await
     {
         return cache::hit(gw, key, &call, &log, &entry, started);
     }

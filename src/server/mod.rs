@@ -126,7 +126,7 @@ impl Gateway {
         let price_table = Arc::new(crate::pricing::load_table(&settings.pricing)?);
         let prices = crate::pricing::PriceBook::new(price_table.clone(), &config, &file.prices);
         let runtime = Runtime { provider: Provider::new(&config)?, keys: KeyTable::new(&config), prices, config, file };
-        let cache = cache::ResponseCache::new(&settings.cache);
+        let cache = cache::ResponseCache::new(&settings.cache, shared.clone());
         Ok(Gateway {
             settings,
             base,

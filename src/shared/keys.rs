@@ -81,6 +81,26 @@ impl Keys {
         format!("{}:adapters:sha256", self.prefix)
     }
 
+    /// A cached answer's entry: `{prefix}:cache:e:` then the hex of its key.
+    pub fn cache_entry_prefix(&self) -> String {
+        format!("{}:cache:e:", self.prefix)
+    }
+
+    /// Sorted set: cached entry id → when it was last stored or served (the eviction order).
+    pub fn cache_index(&self) -> String {
+        format!("{}:cache:index", self.prefix)
+    }
+
+    /// Hash: cached entry id → its size in bytes.
+    pub fn cache_sizes(&self) -> String {
+        format!("{}:cache:sizes", self.prefix)
+    }
+
+    /// The bytes of every cached entry together.
+    pub fn cache_bytes(&self) -> String {
+        format!("{}:cache:bytes", self.prefix)
+    }
+
     /// Pub/sub: cooldown changes, bindings and runtime versions as they happen.
     pub fn events(&self) -> String {
         format!("{}:events", self.prefix)

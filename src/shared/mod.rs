@@ -3,6 +3,7 @@
 //! Each replica still decides from its own scheduler, on the hot path without waiting on
 //! Redis; this module sends it what it did and feeds it what the others did, every `sync_ms`.
 
+mod cache;
 mod counters;
 mod events;
 mod keys;

@@ -547,3 +547,57 @@ fn a_bad_shared_state_is_named_with_its_field_and_fix_and_never_shows_the_passwo
     assert!(err.contains("shared_state.sync_ms: must be a whole number from 20 to 1000, not 5"), "{err}");
     assert!(!err.contains("hunter2"), "the password stays out of the message: {err}");
 }
+
+#[tokio::test]
+async fn a_cached_answer_is_shared_by_both_replicas_and_a_bad_or_absent_redis_is_a_miss() {
+    let mut redis = RedisServer::start();
+    let up = Upstream::start().await;
+    let sources = [("first", &up)];
+    let cached = |yaml: String| yaml.replace("models: [{name: m}]}", "cache: true, models: [{name: m}]}");
+    let p = pair_edited(&redis, &sources, &sources, "cache: {ttl_seconds: 300}", cached);
+    let ask = |text: &str| json!({"model": "m", "messages": [{"role": "user", "content": text}]});
+    let cache_says = |gw: &Binary, text: &str| {
+        let request = reqwest::Client::new().post(format!("{}/v1/chat/completions", gw.url)).bearer_auth(KEY);
+        let body = ask(text);
+        async move {
+            let response = request.json(&body).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            response.headers()["x-switchyard-cache"].to_str().unwrap().to_string()
+        }
+    };
+    let shared_entries = |gw: &Binary| {
+        let gw_url = gw.url.clone();
+        async move {
+            let response = reqwest::Client::new()
+                .get(format!("{gw_url}/admin/api/cache"))
+                .bearer_auth(ADMIN)
+                .send()
+                .await
+                .unwrap();
+            response.json::<Value>().await.unwrap()["shared"]["entries"].as_u64().unwrap_or(0)
+        }
+    };
+
+    assert_eq!(cache_says(&p.a, "one").await, "miss");
+    until("A's entry reaches Redis", || async { shared_entries(&p.a).await == 1 }).await;
+    assert_eq!(cache_says(&p.b, "one").await, "hit", "B answers with what A kept");
+    assert_eq!(up.hits(), 1);
+
+    // An entry that does not read is a miss, never an error (and the fresh answer replaces it).
+    assert_eq!(cache_says(&p.a, "two").await, "miss");
+    until("the second entry reaches Redis", || async { shared_entries(&p.a).await == 2 }).await;
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let entries: Vec<String> = redis::cmd("KEYS").arg("*:cache:e:*").query_async(&mut conn).await.unwrap();
+    for key in &entries {
+        let _: () = redis::cmd("SET").arg(key).arg("not an entry").query_async(&mut conn).await.unwrap();
+    }
+    assert_eq!(cache_says(&p.b, "two").await, "miss");
+    assert_eq!(up.hits(), 3);
+
+    // Without Redis a replica still serves: a miss, then its own entry.
+    redis.kill();
+    assert_eq!(cache_says(&p.b, "three").await, "miss");
+    assert_eq!(cache_says(&p.b, "three").await, "hit");
+    assert_eq!(up.hits(), 4);
+}

@@ -13,6 +13,13 @@ const IGNORED: &[&str] =
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CacheKey(pub [u8; 32]);
 
+impl CacheKey {
+    /// As the replicas' shared store names it.
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
 /// What identifies a request for the cache.
 pub struct Request<'a> {
     /// Whose entries these are: a key's name, or a shared group's.

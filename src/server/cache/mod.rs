@@ -36,6 +36,8 @@ const ANSWER_HEADERS: &[&str] = &["anthropic-beta", "anthropic-version"];
 pub struct ResponseCache {
     config: CacheConfig,
     memory: MemoryStore,
+    /// The replicas' shared entries (`shared_state`): looked up when this process has none.
+    shared: Option<Arc<crate::shared::Shared>>,
 }
 
 /// What the cache does for one request.
@@ -90,10 +92,11 @@ fn directives(headers: &HeaderMap) -> Result<Directives, ApiError> {
 }
 
 impl ResponseCache {
-    pub fn new(config: &CacheConfig) -> ResponseCache {
+    pub fn new(config: &CacheConfig, shared: Option<Arc<crate::shared::Shared>>) -> ResponseCache {
         ResponseCache {
             memory: MemoryStore::new(config.max_bytes(), config.max_entry_bytes() as u64),
             config: config.clone(),
+            shared,
         }
     }
 
@@ -146,12 +149,21 @@ impl ResponseCache {
         }))
     }
 
-    /// The entry that answers `lookup` at `now`, if any.
-    pub fn find(&self, lookup: &Lookup, now: UnixMs) -> Option<Arc<Entry>> {
+    /// The entry that answers `lookup` at `now`, if any: this process's, else the replicas'
+    /// (kept here from then on). An entry in Redis that does not read is a miss.
+    pub async fn find(&self, lookup: &Lookup, now: UnixMs) -> Option<Arc<Entry>> {
         if !lookup.read {
             return None;
         }
-        let entry = self.memory.get(&lookup.key, now)?;
+        let entry = match self.memory.get(&lookup.key, now) {
+            Some(entry) => entry,
+            None => {
+                let bytes = self.shared.as_ref()?.cache_get(&lookup.key.hex(), now).await?;
+                let entry: Entry = serde_json::from_slice(&bytes).ok().filter(|e: &Entry| e.expires_at > now)?;
+                self.memory.put(lookup.key, entry.clone());
+                Arc::new(entry)
+            }
+        };
         match lookup.max_age {
             Some(max_age) if now.since(entry.stored_at) > max_age => None,
             _ => Some(entry),
@@ -164,27 +176,40 @@ impl ResponseCache {
             return;
         }
         let tally = Tally::of_response(&unified);
-        self.memory.put(
-            key,
-            Entry {
-                unified,
-                source: source.to_string(),
-                stored_at: now,
-                expires_at: now.plus(ttl),
-                tokens_in: tally.prompt_tokens,
-                tokens_out: tally.completion_tokens,
-            },
-        );
+        let entry = Entry {
+            unified,
+            source: source.to_string(),
+            stored_at: now,
+            expires_at: now.plus(ttl),
+            tokens_in: tally.prompt_tokens,
+            tokens_out: tally.completion_tokens,
+        };
+        if let Some(shared) = &self.shared
+            && let Ok(bytes) = serde_json::to_vec(&entry)
+        {
+            shared.cache_put(key.hex(), bytes, ttl, self.config.max_bytes(), now);
+        }
+        self.memory.put(key, entry);
     }
 
-    /// Forgets every entry.
-    pub fn purge(&self) {
+    /// Forgets every entry, the replicas' shared ones too; how many this process held.
+    pub async fn purge(&self) -> Result<usize, String> {
+        let (held, _) = self.memory.size();
         self.memory.purge();
+        if let Some(shared) = &self.shared {
+            shared.cache_purge().await?;
+        }
+        Ok(held)
     }
 
-    /// (entries, bytes held).
+    /// (entries, bytes) this process holds.
     pub fn size(&self) -> (usize, u64) {
         self.memory.size()
+    }
+
+    /// (entries, bytes) the replicas share in Redis; `None` alone or when Redis is away.
+    pub async fn shared_size(&self) -> Option<(u64, u64)> {
+        self.shared.as_ref()?.cache_size().await
     }
 
     pub fn config(&self) -> &CacheConfig {
