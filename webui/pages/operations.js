@@ -1,7 +1,7 @@
 // Operations: operator interventions (cooldowns, affinity, scores) and channel selection.
 import { html, useState, useEffect } from '../lib.js';
 import { api } from '../api.js';
-import { useApi, useConfirm, useAction, Loading, ErrorBox, PageHeader, Card, Button, Field } from '../ui.js';
+import { useApi, useConfirm, useAction, Loading, ErrorBox, PageHeader, Card, Button, Field, KV, fmtNum } from '../ui.js';
 
 const SELECTIONS = [
   { value: 'smart', label: 'Smart', desc: 'By score (latency × recent success), with some exploration.' },
@@ -69,6 +69,46 @@ function ChannelSelection() {
   <//>`;
 }
 
+const fmtSize = (bytes) => (bytes < 1048576 ? `${fmtNum(Math.ceil(bytes / 1024))} KiB` : `${(bytes / 1048576).toFixed(bytes < 10485760 ? 1 : 0)} MiB`);
+
+/** The response cache: what it holds against its bounds, and a purge behind a confirmation. */
+function ResponseCache() {
+  const cache = useApi('/cache');
+  const [confirm, dialog] = useConfirm();
+  const [run, busy] = useAction();
+  const purge = async () => {
+    const ok = await confirm({
+      title: 'Purge the response cache?',
+      message: 'Every kept answer is forgotten (the replicas\' shared ones too): the next request for each goes upstream.',
+      confirmLabel: 'Purge cache', danger: true,
+    });
+    if (!ok) return;
+    await run(() => api('DELETE', '/cache'), (r) => `Cache purged: ${r?.purged ?? 0} ${r?.purged === 1 ? 'entry' : 'entries'}`);
+    cache.reload();
+  };
+  let body;
+  if (cache.error && !cache.data) body = html`<${ErrorBox} error=${cache.error} onRetry=${cache.reload} />`;
+  else if (!cache.data) body = html`<${Loading} />`;
+  else {
+    const { config: c, entries, bytes, shared } = cache.data;
+    body = html`<${KV} items=${[
+      ['Entries', html`<span data-testid="cache-entries">${fmtNum(entries)}</span>`],
+      ['Held', `${fmtSize(bytes)} of ${fmtNum(c.max_mb)} MiB`],
+      shared ? ['Shared (Redis)', `${fmtNum(shared.entries)} entries, ${fmtSize(shared.bytes)}`] : null,
+      ['Kept for', `${fmtNum(c.ttl_seconds)} s`],
+      ['Largest answer kept', `${fmtNum(c.max_entry_kb)} KiB`],
+      ['Groups sharing entries', c.shared_groups.length ? c.shared_groups.join(', ') : 'none (each key its own)'],
+      ['Hits count against quotas', c.hits_count_against_quotas ? 'yes' : 'no'],
+    ]} />
+    <div><${Button} variant="danger" busy=${busy} onClick=${purge}>Purge cache<//></div>`;
+  }
+  return html`<${Card} title="Response cache">
+    <p class="muted">Answers kept for requests asked again, on for the keys, routes and sources that say <code>cache: true</code>.</p>
+    ${body}
+    ${dialog}
+  <//>`;
+}
+
 export default function OperationsPage() {
   const list = useApi('/sources');
   const [run, busy] = useAction();
@@ -88,6 +128,7 @@ export default function OperationsPage() {
         desc="Forgets the smart-ordering scores (latency and success history); request logs are kept."
         all="Reset stats" one="Reset source stats" done="Scores reset" />
       <${ChannelSelection} />
+      <${ResponseCache} />
     </div>
   </div>`;
 }

@@ -1,0 +1,54 @@
+// Response cache: a key created with `cache: true` asks twice and the second answer is a hit;
+// the Logs page marks the hit; the Operations page shows the entry and purges it after a
+// confirmation (a cancelled one purges nothing), and the next request goes upstream again.
+import assert from 'node:assert/strict';
+
+const MODEL = 'gpt-4o-mini';
+
+export default async function (ctx) {
+  const created = await ctx.admin('POST', '/keys', { name: 'cached-ui', models: ['*'], cache: true });
+  const ask = async () => {
+    const res = await fetch(`${ctx.env.gateway}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${created.key}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'cache me' }] }),
+    });
+    assert.equal(res.status, 200);
+    await res.json();
+    return res.headers.get('x-switchyard-cache');
+  };
+  try {
+    assert.equal(await ask(), 'miss');
+    assert.equal(await ask(), 'hit');
+
+    const page = await ctx.page();
+    await page.goto(`${ctx.env.gateway}/ui/#/logs?key=cached-ui`);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Logs' }).waitFor();
+    await page.getByText('cache hit', { exact: true }).first().waitFor();
+
+    await page.getByRole('navigation').getByRole('link', { name: 'Operations' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Operations' }).waitFor();
+    const card = page.locator('section.card', { has: page.getByRole('heading', { name: 'Response cache' }) });
+    const entries = card.getByTestId('cache-entries');
+    await entries.waitFor();
+    assert.equal(await entries.innerText(), '1');
+    await ctx.shot(page, 'operations-cache');
+
+    await card.getByRole('button', { name: 'Purge cache' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByRole('heading', { name: 'Purge the response cache?' }).waitFor();
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal((await ctx.admin('GET', '/cache')).entries, 1, 'a cancelled purge keeps the entry');
+
+    await card.getByRole('button', { name: 'Purge cache' }).click();
+    await dialog.getByRole('button', { name: 'Purge cache' }).click();
+    await page.getByText('Cache purged: 1 entry').waitFor();
+    await page.waitForFunction(() => document.querySelector('[data-testid="cache-entries"]')?.textContent === '0');
+    assert.equal((await ctx.admin('GET', '/cache')).entries, 0);
+    assert.equal(await ask(), 'miss', 'after the purge the request goes upstream');
+  } finally {
+    await ctx.admin('DELETE', '/keys/cached-ui');
+  }
+}
