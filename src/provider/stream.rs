@@ -29,13 +29,23 @@ pub enum StreamEnd<'a> {
 /// client; when the client hangs up, as the stream is dropped.
 pub type OnEnd = Box<dyn FnOnce(StreamEnd<'_>) + Send>;
 
-/// Given the whole answer a stream added up to, once it completed (never a cut, failed or
-/// abandoned one).
-pub type OnWhole = Box<dyn FnOnce(String) + Send>;
+/// Given what a stream added up to, once it completed (never a cut, failed or abandoned one).
+pub type OnWhole = Box<dyn FnOnce(Recorded) + Send>;
 
-/// A stream's unified chunks put together as they pass, up to `limit` bytes of text.
+/// A completed stream as recorded: its whole answer, and a native session's own frames.
+pub struct Recorded {
+    /// The unified `chat.completion` the chunks add up to.
+    pub unified: String,
+    /// The SSE frames in the client's protocol, as sent (a native session's only).
+    pub frames: Option<Vec<String>>,
+}
+
+/// A stream's unified chunks put together (and a native session's frames kept) as they pass,
+/// up to `limit` bytes of text and frames.
 struct Recording {
     assembler: super::assemble::Assembler,
+    frames: Vec<String>,
+    frame_bytes: usize,
     limit: usize,
     done: OnWhole,
 }
@@ -112,10 +122,11 @@ impl ChunkStream {
         self
     }
 
-    /// Puts the whole answer together as its chunks pass, for `done` once the stream completes;
-    /// past `limit` bytes of text it stops (and `done` is never called).
+    /// Puts the whole answer together (and keeps a native session's frames) as the stream
+    /// passes, for `done` once it completes; past `limit` bytes it stops (`done` is never called).
     pub fn recording(mut self, limit: usize, done: OnWhole) -> ChunkStream {
-        self.recording = Some(Recording { assembler: Default::default(), limit, done });
+        self.recording =
+            Some(Recording { assembler: Default::default(), frames: Vec::new(), frame_bytes: 0, limit, done });
         self
     }
 
@@ -127,10 +138,31 @@ impl ChunkStream {
         }
     }
 
+    fn record_frame(&mut self, frame: &str) {
+        let Some(recording) = &mut self.recording else { return };
+        recording.frame_bytes += frame.len();
+        if recording.frame_bytes > recording.limit {
+            self.recording = None;
+            return;
+        }
+        recording.frames.push(frame.to_string());
+    }
+
+    /// A native session's frames already in hand (a kept answer), passed on as they are.
+    pub fn replay_frames(frames: Vec<String>) -> ChunkStream {
+        let mut stream = ChunkStream::replay_pieces(frames.into_iter().map(Piece::Wire).collect());
+        stream.native = true;
+        stream
+    }
+
     /// A stream of chunks already in hand (an answer chosen after the fact, e.g. by a judge).
     pub fn replay(chunks: Vec<String>) -> ChunkStream {
+        ChunkStream::replay_pieces(chunks.into_iter().map(Piece::Chunk).collect())
+    }
+
+    fn replay_pieces(pieces: Vec<Piece>) -> ChunkStream {
         ChunkStream {
-            inner: futures::stream::iter(chunks.into_iter().map(|c| Ok(Piece::Chunk(c)))).boxed(),
+            inner: futures::stream::iter(pieces.into_iter().map(Ok)).boxed(),
             permit: None,
             native: false,
             tally: Tally::default(),
@@ -202,7 +234,10 @@ impl Stream for ChunkStream {
                     self.tally.add_chunk(&chunk);
                     continue;
                 }
-                Some(Ok(Piece::Wire(frame))) => Some(Ok(frame)),
+                Some(Ok(Piece::Wire(frame))) => {
+                    self.record_frame(&frame);
+                    Some(Ok(frame))
+                }
                 Some(Err(e)) => {
                     self.recording = None;
                     if let Some(f) = self.on_end.take() {
@@ -217,7 +252,8 @@ impl Stream for ChunkStream {
                     if let Some(recording) = self.recording.take()
                         && recording.assembler.is_whole()
                     {
-                        (recording.done)(recording.assembler.finish());
+                        let frames = self.native.then_some(recording.frames);
+                        (recording.done)(Recorded { unified: recording.assembler.finish(), frames });
                     }
                     None
                 }

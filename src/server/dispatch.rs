@@ -56,9 +56,9 @@ async fn route_and_serve<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call
     }
     let cached = gw.cache.plan(key, &call, route, &candidates)?;
     if let cache::Plan::Use(lookup) = &cached
-        && let Some(entry) = gw.cache.find(lookup, gw.scheduler.now()).await
+        && let Some((entry, answer)) = gw.cache.find(lookup, gw.scheduler.now(), call.stream).await
     {
-        return cache::hit(gw, key, &call, &log, &entry, started);
+        return cache::hit(gw, key, &call, &log, &entry, answer, started);
     }
     let reply = match route.map(|r| (r, &r.mode)) {
         Some((_, RouteMode::Vision(vision))) => {
@@ -73,7 +73,7 @@ async fn route_and_serve<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call
         Some((r, RouteMode::Fusion(fusion))) => modes::fusion::fuse(&Gate(gw), key, &call, r, fusion, candidates).await,
         _ => serve(gw, key, &call, candidates, log).await,
     }?;
-    Ok(cache::missed(gw, cached, reply))
+    Ok(cache::missed(gw, cached, call.native.map(|n| n.protocol), reply))
 }
 
 /// The gateway as the modes see it.

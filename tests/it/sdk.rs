@@ -2,7 +2,8 @@
 //! tests/browser/package-lock.json) against the gateway: Responses text, a stored turn
 //! continued, streamed function calls and their results, a cut stream ending in one
 //! `response.failed`, an unknown `previous_response_id`; an Anthropic message, a streamed one
-//! whose thinking keeps its signature, and count_tokens (tests/browser/sdk/official.mjs).
+//! whose thinking keeps its signature, and count_tokens (tests/browser/sdk/official.mjs); and
+//! the response cache's hits read by each SDK as live answers are (tests/browser/sdk/cached.mjs).
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -21,24 +22,7 @@ async fn the_official_sdks_read_every_answer_the_gateway_gives() {
         url = mock.url
     );
     let gw = TestGateway::start(&config_with(&sources)).await;
-    let browser = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
-    assert!(browser.join("node_modules/openai").is_dir(), "run `npm ci --prefix tests/browser`, as .ci/run does");
-    let run = tokio::process::Command::new("node")
-        .arg(browser.join("sdk/official.mjs"))
-        .env("GATEWAY", &gw.url)
-        .env("KEY", KEY)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node runs (install nodejs)");
-    let output = tokio::time::timeout(Duration::from_secs(60), run.wait_with_output())
-        .await
-        .expect("the SDK script ends in time")
-        .expect("node's output");
-    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "the SDK script failed:\n{stdout}\n{stderr}");
-    let out: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let out = run_sdk_script(&gw, "official.mjs").await;
 
     assert_eq!(out["text"]["output_text"], "\n\nHello there, how may I assist you today?");
     assert_eq!(
@@ -100,4 +84,78 @@ async fn the_official_sdks_read_every_answer_the_gateway_gives() {
     );
     assert_eq!(thinking["stop_reason"], "tool_use");
     assert_eq!(out["counted"], json!({"input_tokens": 2095}));
+}
+
+/// Runs `script` (under tests/browser/sdk) against `gw`; what it printed.
+async fn run_sdk_script(gw: &TestGateway, script: &str) -> Value {
+    let browser = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    assert!(browser.join("node_modules/openai").is_dir(), "run `npm ci --prefix tests/browser`, as .ci/run does");
+    let run = tokio::process::Command::new("node")
+        .arg(browser.join("sdk").join(script))
+        .env("GATEWAY", &gw.url)
+        .env("KEY", KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs (install nodejs)");
+    let output = tokio::time::timeout(Duration::from_secs(60), run.wait_with_output())
+        .await
+        .expect("the SDK script ends in time")
+        .expect("node's output");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "the SDK script failed:\n{stdout}\n{stderr}");
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_sdks_read_cache_hits_as_they_read_live_answers() {
+    let mock = MockUpstream::start().await;
+    let sources = format!(
+        "sources:\n  - {{name: oai, base_url: '{url}', stream_whole_answers: false, cache: true, models: [{{name: gpt, upstream: fixture}}]}}\n\
+         \x20 - {{name: claude, base_url: '{url}', adapter: anthropic, cache: true, models: [{{name: claude-code}}]}}\n",
+        url = mock.url
+    );
+    let gw = TestGateway::start(&config_with(&sources)).await;
+    let out = run_sdk_script(&gw, "cached.mjs").await;
+
+    let chat = &out["chat"];
+    assert_eq!((chat["live"]["cache"].as_str(), chat["hit"]["cache"].as_str()), (Some("miss"), Some("hit")), "{chat}");
+    assert_eq!(chat["hit"]["message"], chat["live"]["message"]);
+    assert_eq!(chat["hit"]["usage"], chat["live"]["usage"]);
+    assert_eq!(chat["stream"]["cache"], "hit");
+    assert_eq!(chat["stream"]["text"], chat["live"]["message"]["content"]);
+    assert_eq!(chat["stream"]["usage"], chat["live"]["usage"]);
+    assert_eq!(chat["stream"]["finish"], "stop");
+
+    let anthropic = &out["anthropic"];
+    assert_eq!(
+        (anthropic["live"]["cache"].as_str(), anthropic["whole_live"]["cache"].as_str()),
+        (Some("miss"), Some("miss")),
+        "{anthropic}"
+    );
+    // Thinking keeps its text and signature, redacted thinking and tool calls come back too: a
+    // native answer is replayed as the upstream sent it, the next turn can be sent back.
+    for (hit, live) in [("stream", "live"), ("whole", "whole_live")] {
+        assert_eq!(anthropic[hit]["cache"], "hit", "{anthropic}");
+        assert_eq!(anthropic[hit]["blocks"], anthropic[live]["blocks"], "{hit}: {anthropic}");
+        assert_eq!(anthropic[hit]["stop"], anthropic[live]["stop"]);
+    }
+    let usage = |u: &Value| (u["input_tokens"].as_u64(), u["output_tokens"].as_u64());
+    assert_eq!(usage(&anthropic["stream"]["usage"]), usage(&anthropic["live"]["usage"]));
+    let types: Vec<&str> =
+        anthropic["live"]["blocks"].as_array().unwrap().iter().map(|b| b["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["thinking", "redacted_thinking", "tool_use"]);
+
+    let responses = &out["responses"];
+    assert_eq!(responses["live"]["cache"], "miss", "{responses}");
+    assert_eq!((responses["hit"]["cache"].as_str(), responses["stream"]["cache"].as_str()), (Some("hit"), Some("hit")));
+    assert_eq!(responses["hit"]["text"], responses["live"]["text"]);
+    assert_eq!(responses["stream"]["text"], responses["live"]["text"]);
+    assert_eq!(
+        (responses["hit"]["status"].as_str(), responses["stream"]["status"].as_str()),
+        (Some("completed"), Some("completed"))
+    );
+    assert_ne!(responses["hit"]["id"], responses["hit"]["live_id"], "a hit is a new stored turn of its own");
+    assert_eq!(mock.state.requests().len(), 4, "one upstream call per protocol (two for Anthropic's modes)");
 }

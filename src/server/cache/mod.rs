@@ -16,7 +16,7 @@ use super::Gateway;
 use super::attempt::SOURCE_HEADER;
 use super::auth::KeyEntry;
 use super::books::LogContext;
-use super::call::{Answer, Call, Reply};
+use super::call::{Answer, Call, Protocol, Reply};
 use super::error::ApiError;
 use crate::config::{CacheConfig, ModelKind, RouteConfig};
 use crate::domain::{SlotKey, SourceName, UnixMs};
@@ -149,9 +149,10 @@ impl ResponseCache {
         }))
     }
 
-    /// The entry that answers `lookup` at `now`, if any: this process's, else the replicas'
-    /// (kept here from then on). An entry in Redis that does not read is a miss.
-    pub async fn find(&self, lookup: &Lookup, now: UnixMs) -> Option<Arc<Entry>> {
+    /// The entry that answers `lookup` at `now` and its answer in the mode asked for (`stream`),
+    /// if any: this process's, else the replicas' (kept here from then on). An entry in Redis
+    /// that does not read is a miss.
+    pub async fn find(&self, lookup: &Lookup, now: UnixMs, stream: bool) -> Option<(Arc<Entry>, Answer)> {
         if !lookup.read {
             return None;
         }
@@ -164,26 +165,37 @@ impl ResponseCache {
                 Arc::new(entry)
             }
         };
-        match lookup.max_age {
-            Some(max_age) if now.since(entry.stored_at) > max_age => None,
-            _ => Some(entry),
+        if lookup.max_age.is_some_and(|max_age| now.since(entry.stored_at) > max_age) {
+            return None;
         }
+        let answer = entry.answer(stream)?;
+        Some((entry, answer))
     }
 
-    /// Keeps a whole answer (a complete one only: every choice finished) from `source`.
-    fn keep(&self, key: CacheKey, ttl: Duration, unified: String, source: &str, now: UnixMs) {
-        if unified.len() > self.config.max_entry_bytes() || !finished(&unified) {
+    /// Keeps a whole answer (a complete one only: every choice finished) from `source`. A
+    /// native session's answer in the other mode that the entry already has is kept with it.
+    fn keep(&self, key: CacheKey, ttl: Duration, kept: Kept, source: &str, now: UnixMs) {
+        if kept.unified.len() > self.config.max_entry_bytes() || !finished(&kept.unified) {
             return;
         }
-        let tally = Tally::of_response(&unified);
-        let entry = Entry {
-            unified,
+        let tally = Tally::of_response(&kept.unified);
+        let mut entry = Entry {
+            unified: kept.unified,
+            native_whole: kept.native_whole,
+            native_frames: kept.native_frames,
+            cross_mode: kept.cross_mode,
             source: source.to_string(),
             stored_at: now,
             expires_at: now.plus(ttl),
             tokens_in: tally.prompt_tokens,
             tokens_out: tally.completion_tokens,
         };
+        if !entry.cross_mode
+            && let Some(before) = self.memory.get(&key, now).filter(|b| !b.cross_mode)
+        {
+            entry.native_whole = entry.native_whole.or_else(|| before.native_whole.clone());
+            entry.native_frames = entry.native_frames.or_else(|| before.native_frames.clone());
+        }
         if let Some(shared) = &self.shared
             && let Ok(bytes) = serde_json::to_vec(&entry)
         {
@@ -217,6 +229,39 @@ impl ResponseCache {
     }
 }
 
+/// What a miss's answer leaves to keep.
+struct Kept {
+    unified: String,
+    native_whole: Option<String>,
+    native_frames: Option<Vec<String>>,
+    cross_mode: bool,
+}
+
+impl Kept {
+    /// A native session's answer from `protocol`'s upstream, or a translated one (`None`).
+    fn new(unified: String, native: Option<Protocol>) -> Kept {
+        let cross_mode = native.is_none_or(|p| p == Protocol::OpenAiChat);
+        Kept { unified, native_whole: None, native_frames: None, cross_mode }
+    }
+}
+
+impl Entry {
+    /// The answer in the mode the client asked for: a native session's own in that mode, else
+    /// rendered from the unified form where that stands for it; `None` when it does not.
+    fn answer(&self, stream: bool) -> Option<Answer> {
+        match (stream, &self.native_frames, &self.native_whole) {
+            (true, Some(frames), _) => Some(Answer::Stream(ChunkStream::replay_frames(frames.clone()))),
+            (false, _, Some(body)) => Some(Answer::Native { body: body.clone().into_bytes(), unified: String::new() }),
+            _ if !self.cross_mode => None,
+            (true, ..) => {
+                let chunks = crate::provider::as_chunks(&self.unified).unwrap_or_default();
+                Some(Answer::Stream(ChunkStream::replay(chunks)))
+            }
+            (false, ..) => Some(Answer::Complete(self.unified.clone())),
+        }
+    }
+}
+
 /// Whether a unified answer is whole: choices, each with its finish reason.
 fn finished(unified: &str) -> bool {
     #[derive(serde::Deserialize)]
@@ -239,6 +284,7 @@ pub fn hit(
     call: &Call<'_>,
     log: &LogContext,
     entry: &Entry,
+    answer: Answer,
     started: Instant,
 ) -> Result<Reply, ApiError> {
     let tokens = entry.tokens_in.saturating_add(entry.tokens_out);
@@ -246,11 +292,6 @@ pub fn hit(
         super::admission::admit_tokens(gw, key, tokens)?.settle(tokens, None);
     }
     let now = gw.scheduler.now();
-    let answer = if call.stream {
-        Answer::Stream(ChunkStream::replay(crate::provider::as_chunks(&entry.unified).unwrap_or_default()))
-    } else {
-        Answer::Complete(entry.unified.clone())
-    };
     let mut headers = HeaderMap::new();
     headers.insert(CACHE_HEADER, HeaderValue::from_static("hit"));
     headers.insert(axum::http::header::AGE, HeaderValue::from(now.since(entry.stored_at).as_secs()));
@@ -272,7 +313,7 @@ pub fn hit(
 
 /// A miss's reply, marked, with its answer kept once whole: a JSON answer at once, a stream
 /// when it completes (never a cut, failed or abandoned one, nor one past the entry bound).
-pub fn missed(gw: &Arc<Gateway>, plan: Plan, mut reply: Reply) -> Reply {
+pub fn missed(gw: &Arc<Gateway>, plan: Plan, protocol: Option<Protocol>, mut reply: Reply) -> Reply {
     let lookup = match plan {
         Plan::Off => return reply,
         Plan::Bypass => {
@@ -285,25 +326,34 @@ pub fn missed(gw: &Arc<Gateway>, plan: Plan, mut reply: Reply) -> Reply {
     gw.metrics.cache_request("miss");
     reply.headers.insert(CACHE_HEADER, HeaderValue::from_static("miss"));
     let Some(ttl) = lookup.ttl else { return reply };
+    // A native answer comes only from a call that carried the client's protocol.
+    let protocol = protocol.unwrap_or(Protocol::OpenAiChat);
     let source = reply.headers.get(SOURCE_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let now = gw.scheduler.now();
     reply.answer = match reply.answer {
         Answer::Complete(unified) => {
-            gw.cache.keep(lookup.key, ttl, unified.clone(), &source, now);
+            gw.cache.keep(lookup.key, ttl, Kept::new(unified.clone(), None), &source, now);
             Answer::Complete(unified)
         }
         Answer::Native { body, unified } => {
-            gw.cache.keep(lookup.key, ttl, unified, &source, now);
+            let mut kept = Kept::new(unified, Some(protocol));
+            kept.native_whole = String::from_utf8(body.clone()).ok();
+            if kept.native_whole.is_some() {
+                gw.cache.keep(lookup.key, ttl, kept, &source, now);
+            }
             Answer::Native { body, unified: String::new() }
         }
         Answer::Stream(chunks) => {
             let gw = Arc::clone(gw);
             let limit = gw.cache.config.max_entry_bytes();
+            let native = chunks.is_native().then_some(protocol);
             Answer::Stream(chunks.recording(
                 limit,
-                Box::new(move |whole| {
+                Box::new(move |recorded| {
+                    let mut kept = Kept::new(recorded.unified, native);
+                    kept.native_frames = recorded.frames;
                     let now = gw.scheduler.now();
-                    gw.cache.keep(lookup.key, ttl, whole, &source, now);
+                    gw.cache.keep(lookup.key, ttl, kept, &source, now);
                 }),
             ))
         }
@@ -332,6 +382,48 @@ mod tests {
         let refused = directives(&headers(&[(TTL_HEADER, "soon")])).unwrap_err();
         assert_eq!(refused.status, axum::http::StatusCode::BAD_REQUEST);
         assert!(refused.message.contains(TTL_HEADER), "{}", refused.message);
+    }
+
+    fn entry(native_whole: Option<&str>, native_frames: Option<Vec<String>>, cross_mode: bool) -> Entry {
+        Entry {
+            unified: r#"{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}"#.into(),
+            native_whole: native_whole.map(str::to_string),
+            native_frames,
+            cross_mode,
+            source: "s".into(),
+            stored_at: UnixMs(0),
+            expires_at: UnixMs(1),
+            tokens_in: 1,
+            tokens_out: 1,
+        }
+    }
+
+    #[test]
+    fn a_native_answer_is_replayed_in_its_own_mode_and_crosses_only_where_the_unified_form_stands_for_it() {
+        let kind = |answer: Option<Answer>| match answer {
+            None => "none",
+            Some(Answer::Complete(_)) => "unified json",
+            Some(Answer::Native { .. }) => "native json",
+            Some(Answer::Stream(s)) if s.is_native() => "native stream",
+            Some(Answer::Stream(_)) => "unified stream",
+        };
+        let translated = entry(None, None, true);
+        assert_eq!((kind(translated.answer(false)), kind(translated.answer(true))), ("unified json", "unified stream"));
+        let anthropic_stream = entry(None, Some(vec!["event: message_stop\ndata: {}\n\n".into()]), false);
+        assert_eq!(
+            (kind(anthropic_stream.answer(false)), kind(anthropic_stream.answer(true))),
+            ("none", "native stream")
+        );
+        let anthropic_both = entry(Some("{}"), Some(vec![]), false);
+        assert_eq!(
+            (kind(anthropic_both.answer(false)), kind(anthropic_both.answer(true))),
+            ("native json", "native stream")
+        );
+        let openai_whole = entry(Some("{}"), None, true);
+        assert_eq!(
+            (kind(openai_whole.answer(false)), kind(openai_whole.answer(true))),
+            ("native json", "unified stream")
+        );
     }
 
     #[test]

@@ -8,11 +8,24 @@ use serde::{Deserialize, Serialize};
 use super::key::CacheKey;
 use crate::domain::UnixMs;
 
-/// One kept answer: its unified whole form and what the books say of it.
+/// One kept answer: its unified whole form, the upstream's own when a native session answered,
+/// and what the books say of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     /// The unified `chat.completion` JSON, rendered in each client's protocol when served.
     pub unified: String,
+    /// A native session's whole answer in the client's protocol, as the upstream sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_whole: Option<String>,
+    /// A native session's stream in the client's protocol: its SSE frames as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_frames: Option<Vec<String>>,
+    /// Whether the unified form stands for the answer in the other mode (JSON for a stream,
+    /// a stream for JSON): always for a translated answer, and for an OpenAI-compatible
+    /// upstream's own (the unified form is its shape); an Anthropic or Responses upstream's
+    /// own answer has what the unified form cannot carry (redacted thinking, server tools).
+    #[serde(default)]
+    pub cross_mode: bool,
     /// The source that answered it.
     pub source: String,
     pub stored_at: UnixMs,
@@ -24,7 +37,9 @@ pub struct Entry {
 impl Entry {
     /// What it weighs against the bound: its text, and what holds it.
     pub fn weight(&self) -> u64 {
-        (self.unified.len() + self.source.len() + 128) as u64
+        let native = self.native_whole.as_ref().map_or(0, String::len)
+            + self.native_frames.as_ref().map_or(0, |f| f.iter().map(|f| f.len() + 24).sum());
+        (self.unified.len() + native + self.source.len() + 128) as u64
     }
 }
 
@@ -97,6 +112,9 @@ mod tests {
     fn entry(text_bytes: usize, expires_at: u64) -> Entry {
         Entry {
             unified: "x".repeat(text_bytes),
+            native_whole: None,
+            native_frames: None,
+            cross_mode: true,
             source: "s".into(),
             stored_at: UnixMs(0),
             expires_at: UnixMs(expires_at),
