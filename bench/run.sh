@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Comparative benchmark on one machine: a zero-latency mock upstream (Rust), a do-nothing relay
 # (the cost of one more hop on this machine), then Switchyard
-# (openai adapter; anthropic adapter translating), LiteLLM proxy (PyPI, in a venv) and Portkey
+# (openai adapter; anthropic adapter translating; answers from its response cache), LiteLLM proxy (PyPI, in a venv) and Portkey
 # gateway (npm), each with one upstream pointing at the mock, under the same load generator
 # (hey). Gateways are pinned to core 0, the mock and the load to core 1. All traffic stays on
 # 127.0.0.1; every loop is bounded in count and time. Prints one table (bench/report.py).
@@ -95,6 +95,12 @@ sources:
     max_concurrent: 21000
     timeout_seconds: 30
     models: [{name: slow-h2, upstream: slow}]
+  - name: openai-cached                 # the same mock, its answers cached: every request after the first is a hit
+    base_url: http://127.0.0.1:9100/v1
+    api_key: sk-upstream
+    stream_whole_answers: false
+    cache: true
+    models: [{name: bench-cached, upstream: bench}]
   - name: claude
     base_url: http://127.0.0.1:9100/v1
     adapter: anthropic
@@ -193,7 +199,9 @@ url[direct]="http://127.0.0.1:9100/v1/chat/completions"; pid[direct]=""; payload
 url[switchyard]="http://127.0.0.1:9200/v1/chat/completions"; pid[switchyard]=$sy; payload[switchyard]="$body"
 url[switchyard-anthropic]="http://127.0.0.1:9200/v1/chat/completions"; pid[switchyard-anthropic]=$sy; payload[switchyard-anthropic]="$body_a"
 url[relay]="http://127.0.0.1:9150/v1/chat/completions"; pid[relay]=$relay; payload[relay]="$body"
-targets=(direct relay switchyard switchyard-anthropic)
+url[switchyard-cached]="http://127.0.0.1:9200/v1/chat/completions"; pid[switchyard-cached]=$sy
+payload[switchyard-cached]='{"model":"bench-cached","messages":[{"role":"user","content":"Hello"}]}'
+targets=(direct relay switchyard switchyard-anthropic switchyard-cached)
 if [ -n "$litellm" ]; then url[litellm]="http://127.0.0.1:9300/v1/chat/completions"; pid[litellm]=$litellm; payload[litellm]="$body"; targets+=(litellm); fi
 if [ -n "$portkey" ]; then
     url[portkey]="http://127.0.0.1:9400/v1/chat/completions"; pid[portkey]=$portkey; payload[portkey]="$body"
