@@ -20,6 +20,37 @@ pub struct CacheConfig {
     pub shared_groups: Vec<GroupName>,
     /// Whether a hit's tokens count against the key's token quota (they cost nothing upstream).
     pub hits_count_against_quotas: bool,
+    /// The semantic cache, for routes with `semantic_cache: true`; off when left out.
+    pub semantic: Option<SemanticConfig>,
+}
+
+/// How the semantic cache embeds prompts and how alike two must be.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SemanticConfig {
+    /// The embeddings model (a configured `kind: embedding` model, or a route to one).
+    pub model: String,
+    /// The least cosine similarity between two last user messages for one to answer the other.
+    #[serde(default = "default_threshold")]
+    pub threshold: f32,
+    /// Prompts remembered (each holds its embedding: width × 4 bytes).
+    #[serde(default = "default_max_entries")]
+    pub max_entries: usize,
+    /// Longer last messages are not embedded.
+    #[serde(default = "default_max_prompt_kb")]
+    pub max_prompt_kb: usize,
+}
+
+fn default_threshold() -> f32 {
+    0.95
+}
+
+fn default_max_entries() -> usize {
+    5000
+}
+
+fn default_max_prompt_kb() -> usize {
+    16
 }
 
 /// Longest `ttl_seconds`: 30 days.
@@ -33,6 +64,7 @@ impl Default for CacheConfig {
             max_mb: 64,
             shared_groups: Vec::new(),
             hits_count_against_quotas: false,
+            semantic: None,
         }
     }
 }
@@ -60,6 +92,20 @@ impl CacheConfig {
                 format!("must be between 1 and max_mb in KiB ({})", self.max_mb << 10),
                 "e.g. 1024 (the default)",
             ));
+        }
+        if let Some(semantic) = &self.semantic {
+            if semantic.model.is_empty() {
+                return Some(("semantic.model", "is empty".into(), "name a kind: embedding model"));
+            }
+            if !(semantic.threshold > 0.0 && semantic.threshold <= 1.0) {
+                return Some(("semantic.threshold", "must be above 0 and at most 1".into(), "e.g. 0.95"));
+            }
+            if !(1..=1_000_000).contains(&semantic.max_entries) {
+                return Some(("semantic.max_entries", "must be between 1 and 1000000".into(), "e.g. 5000"));
+            }
+            if !(1..=1024).contains(&semantic.max_prompt_kb) {
+                return Some(("semantic.max_prompt_kb", "must be between 1 and 1024".into(), "e.g. 16"));
+            }
         }
         None
     }

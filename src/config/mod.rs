@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::domain::{AdapterName, ChannelSelection, GroupName, KeyName, Secret, SourceName, mask};
-pub use cache::{CacheConfig, MAX_CACHE_TTL_SECONDS};
+pub use cache::{CacheConfig, MAX_CACHE_TTL_SECONDS, SemanticConfig};
 pub use env::expand as expand_env;
 pub use error::{ConfigError, FieldError};
 pub use load::{LoadedConfig, load, load_runtime_str, load_str, with_runtime};

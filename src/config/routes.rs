@@ -18,6 +18,9 @@ pub struct RouteConfig {
     pub providers: Vec<RouteProvider>,
     /// Whether this route's answers are cached (over its sources' say; a key's own wins).
     pub cache: Option<bool>,
+    /// Whether a request like an earlier one (by its last user message's embedding) is
+    /// answered with the earlier one's kept answer (`cache.semantic`).
+    pub semantic_cache: bool,
 }
 
 /// A route as config.yaml, the runtime file and the admin API write it.
@@ -38,6 +41,8 @@ struct RouteWire {
     fusion_config: Option<FusionConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cache: Option<bool>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    semantic_cache: bool,
 }
 
 impl TryFrom<RouteWire> for RouteConfig {
@@ -53,7 +58,14 @@ impl TryFrom<RouteWire> for RouteConfig {
             (ModeName::Fusion, _, Some(fusion)) => RouteMode::Fusion(fusion),
             (ModeName::Fusion, _, None) => return Err("fusion_config: mode fusion needs fusion_config".into()),
         };
-        Ok(RouteConfig { alias: w.alias, group: w.group, mode, providers: w.providers, cache: w.cache })
+        Ok(RouteConfig {
+            alias: w.alias,
+            group: w.group,
+            mode,
+            providers: w.providers,
+            cache: w.cache,
+            semantic_cache: w.semantic_cache,
+        })
     }
 }
 
@@ -73,6 +85,7 @@ impl From<RouteConfig> for RouteWire {
             adapter_config,
             fusion_config,
             cache: r.cache,
+            semantic_cache: r.semantic_cache,
         }
     }
 }

@@ -63,7 +63,8 @@ pub struct ChunkStream {
     on_end: Option<OnEnd>,
     /// Usage-only chunks are counted but not passed on (the client did not ask for them).
     hide_usage: bool,
-    recording: Option<Recording>,
+    /// Boxed: most streams record nothing, and a stream is moved about whole.
+    recording: Option<Box<Recording>>,
 }
 
 /// One item of the inner stream.
@@ -125,8 +126,13 @@ impl ChunkStream {
     /// Puts the whole answer together (and keeps a native session's frames) as the stream
     /// passes, for `done` once it completes; past `limit` bytes it stops (`done` is never called).
     pub fn recording(mut self, limit: usize, done: OnWhole) -> ChunkStream {
-        self.recording =
-            Some(Recording { assembler: Default::default(), frames: Vec::new(), frame_bytes: 0, limit, done });
+        self.recording = Some(Box::new(Recording {
+            assembler: Default::default(),
+            frames: Vec::new(),
+            frame_bytes: 0,
+            limit,
+            done,
+        }));
         self
     }
 

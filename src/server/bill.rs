@@ -81,6 +81,15 @@ impl RequestCost {
         });
     }
 
+    /// What the request cost so far in pico-dollars, when every call had a price (`None`
+    /// before any call was billed, or once one had none).
+    pub fn pico(&self) -> Option<i64> {
+        match *self.0.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(Billed::Priced(cost)) => Some(cost.usd.pico()),
+            _ => None,
+        }
+    }
+
     /// The cost headers; none before any call was billed.
     pub fn headers(&self, into: &mut HeaderMap) {
         let sum = *self.0.lock().unwrap_or_else(|p| p.into_inner());

@@ -54,11 +54,21 @@ async fn route_and_serve<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call
     {
         return Err(ApiError::invalid_request(why.to_string()));
     }
-    let cached = gw.cache.plan(key, &call, route, &candidates)?;
-    if let cache::Plan::Use(lookup) = &cached
-        && let Some((entry, answer)) = gw.cache.find(lookup, gw.scheduler.now(), call.stream).await
-    {
-        return cache::hit(gw, key, &call, &log, &entry, answer, started);
+    let mut cached = gw.cache.plan(key, &call, route, &candidates)?;
+    if let cache::Plan::Use(lookup) = &mut cached {
+        let now = gw.scheduler.now();
+        if let Some(found) = gw.cache.find(lookup, now, call.stream).await {
+            return cache::hit(gw, key, &call, &log, found, started);
+        }
+        if let Some(text) = lookup.to_embed()
+            && let Some(vector) = embed(gw, key, &call, text).await
+        {
+            lookup.embedded(vector);
+            if let Some(found) = gw.cache.find_similar(lookup, now, call.stream) {
+                return cache::hit(gw, key, &call, &log, found, started);
+            }
+        }
+        lookup.spent_before(call.cost.pico());
     }
     let reply = match route.map(|r| (r, &r.mode)) {
         Some((_, RouteMode::Vision(vision))) => {
@@ -73,7 +83,33 @@ async fn route_and_serve<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call
         Some((r, RouteMode::Fusion(fusion))) => modes::fusion::fuse(&Gate(gw), key, &call, r, fusion, candidates).await,
         _ => serve(gw, key, &call, candidates, log).await,
     }?;
-    Ok(cache::missed(gw, cached, call.native.map(|n| n.protocol), reply))
+    Ok(cache::missed(gw, cached, call.native.map(|n| n.protocol), call.cost, reply))
+}
+
+/// The embedding of `text` through the semantic cache's model, asked on the key's behalf (its
+/// tokens and cost counted with the request's); `None` when that fails (the cache then misses).
+async fn embed(gw: &Arc<Gateway>, key: &KeyEntry, call: &Call<'_>, text: &str) -> Option<Vec<f32>> {
+    let model = gw.cache.semantic_model()?;
+    let body = serde_json::json!({"model": model, "input": text}).to_string();
+    let asked = Call {
+        model,
+        body: CallBody::Unified(&body),
+        stream: false,
+        kind: crate::config::ModelKind::Embedding,
+        depth: call.depth + 1,
+        fusion_id: None,
+        native: None,
+        ..*call
+    };
+    match dispatch(gw, &key.internal(), asked).await {
+        Ok(Reply { answer: super::call::Answer::Complete(body), .. }) => cache::vector_of(body.as_bytes()),
+        Ok(Reply { answer: super::call::Answer::Native { body, .. }, .. }) => cache::vector_of(&body),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(model, "semantic cache: the prompt could not be embedded: {}", e.message);
+            None
+        }
+    }
 }
 
 /// The gateway as the modes see it.

@@ -184,6 +184,7 @@ pub struct Metrics {
     failovers: Family<ModelLabels, Counter>,
     cache_requests: Family<CacheLabels, Counter>,
     cache_saved: Family<SavedLabels, Counter>,
+    cache_saved_usd: UsdCounter,
     journal_backlog: Gauge,
     pool_capacity: Family<AdapterLabels, Gauge>,
     pool_idle: Family<AdapterLabels, Gauge>,
@@ -303,6 +304,12 @@ impl Metrics {
             "Tokens answered from the response cache instead of an upstream (input, output)",
             cache_saved.clone(),
         );
+        let cache_saved_usd = UsdCounter::default();
+        registry.register(
+            "switchyard_cache_saved_usd",
+            "What the answers given from the response cache cost when first asked upstream, in USD",
+            cache_saved_usd.clone(),
+        );
         let journal_backlog = Gauge::default();
         registry.register(
             "switchyard_state_journal_backlog",
@@ -366,6 +373,7 @@ impl Metrics {
             failovers,
             cache_requests,
             cache_saved,
+            cache_saved_usd,
             journal_backlog,
             pool_capacity,
             pool_idle,
@@ -496,10 +504,13 @@ impl Metrics {
         self.cache_requests.get_or_create(&CacheLabels { result }).inc();
     }
 
-    /// A hit's tokens, which no upstream was paid for.
-    pub fn cache_saved(&self, input: u64, output: u64) {
+    /// A hit's tokens and their first cost, which no upstream was paid for again.
+    pub fn cache_saved(&self, input: u64, output: u64, pico: Option<i64>) {
         self.cache_saved.get_or_create(&SavedLabels { gen_ai_token_type: "input" }).inc_by(input);
         self.cache_saved.get_or_create(&SavedLabels { gen_ai_token_type: "output" }).inc_by(output);
+        if let Some(pico) = pico.filter(|p| *p > 0) {
+            self.cache_saved_usd.inc_by(crate::domain::Usd::from_pico(pico).as_f64());
+        }
     }
 
     /// A request served after `failed` candidates failed before it.

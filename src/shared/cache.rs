@@ -69,7 +69,7 @@ impl Shared {
     /// `max_bytes`; in the background (the answer does not wait for it).
     pub fn cache_put(self: &Arc<Self>, id: String, value: Vec<u8>, ttl: Duration, max_bytes: u64, now: UnixMs) {
         let shared = Arc::clone(self);
-        tokio::spawn(async move {
+        crate::tasks::spawn("cache-put", async move {
             let Some(mut conn) = shared.cache_connection().await else { return };
             let keys = &shared.keys;
             let prefix = keys.cache_entry_prefix();

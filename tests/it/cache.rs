@@ -25,6 +25,7 @@ fn config(mock: &MockUpstream, extra: &str) -> String {
     format!(
         "listen: 127.0.0.1:0\ndata_dir: {{data}}\ncache_dir: {cache}\n\
          cache: {{ttl_seconds: 60, shared_groups: [team]{extra}}}\n\
+         prices: [{{source: mock, model: '*', input: '3', output: '15'}}]\n\
          keys:\n\
          \x20 - {{name: tester, key: {KEY}, models: ['*']}}\n\
          \x20 - {{name: other, key: {OTHER_KEY}, models: ['*']}}\n\
@@ -107,6 +108,15 @@ async fn a_repeated_request_is_answered_from_the_cache_as_json_and_as_a_stream()
         2 * first["usage"]["completion_tokens"].as_u64().unwrap()
     );
     assert!(metrics.contains(&saved), "{metrics}");
+    // What the first answer cost (9 in at $3, 12 out at $15 per 1M), saved by each hit.
+    assert_eq!(rows[0].message.as_deref(), Some("saved $0.000207"));
+    let usd: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("switchyard_cache_saved_usd_total "))
+        .expect("the saved-USD counter")
+        .parse()
+        .unwrap();
+    assert!((usd - 0.000414).abs() < 1e-12, "{usd}");
 }
 
 #[tokio::test]
@@ -303,9 +313,148 @@ async fn a_bad_cache_block_is_refused_at_start_with_its_field() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("config.yaml");
     std::fs::write(&file, "listen: 127.0.0.1:0\ncache: {ttl_seconds: 0, max_mb: 1, max_entry_kb: 4096}\n").unwrap();
-    let error = switchyard::startup::load_config(&file).err().expect("refused").to_string();
+    let Err(error) = switchyard::startup::load_config(&file) else { panic!("refused") };
+    let error = error.to_string();
     assert!(error.contains("cache.ttl_seconds"), "{error}");
     std::fs::write(&file, "listen: 127.0.0.1:0\ncache: {max_mb: 1, max_entry_kb: 4096}\n").unwrap();
-    let error = switchyard::startup::load_config(&file).err().expect("refused").to_string();
+    let Err(error) = switchyard::startup::load_config(&file) else { panic!("refused") };
+    let error = error.to_string();
     assert!(error.contains("cache.max_entry_kb"), "{error}");
+}
+
+/// An OpenAI embeddings upstream whose vectors are bags of words: each word (lowercased letters
+/// and digits) adds one to a dimension its hash picks, so texts sharing most words lie close.
+/// Counts what it is asked.
+async fn bag_of_words_embedder() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use axum::routing::post;
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = asked.clone();
+    let app = axum::Router::new().route(
+        "/v1/embeddings",
+        post(move |axum::Json(body): axum::Json<Value>| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let text = body["input"].as_str().unwrap_or_default().to_lowercase();
+                let mut vector = vec![0.0f32; 64];
+                let words: Vec<&str> = text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+                for word in &words {
+                    let hash = word
+                        .bytes()
+                        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+                    vector[(hash % 64) as usize] += 1.0;
+                }
+                axum::Json(json!({"object": "list", "model": "bow",
+                    "data": [{"object": "embedding", "index": 0, "embedding": vector}],
+                    "usage": {"prompt_tokens": words.len(), "total_tokens": words.len()}}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, asked)
+}
+
+#[tokio::test]
+async fn the_semantic_cache_answers_a_paraphrase_above_its_threshold_and_not_below() {
+    let mock = MockUpstream::start().await;
+    let (embedder, embedded) = bag_of_words_embedder().await;
+    let yaml = format!(
+        "listen: 127.0.0.1:0\ndata_dir: {{data}}\ncache_dir: {cache}\n\
+         cache: {{ttl_seconds: 60, semantic: {{model: bow, threshold: 0.8}}}}\n\
+         keys:\n\
+         \x20 - {{name: tester, key: {KEY}, models: ['*']}}\n\
+         \x20 - {{name: other, key: {OTHER_KEY}, models: ['*']}}\n\
+         sources:\n\
+         \x20 - {{name: mock, base_url: '{url}', api_key: sk-upstream-secret-0123456789, stream_whole_answers: false, models: [{{name: fixture}}]}}\n\
+         \x20 - {{name: embedder, base_url: '{embedder}', models: [{{name: bow, kind: embedding}}]}}\n\
+         routes:\n\
+         \x20 - {{alias: faq, cache: true, semantic_cache: true, providers: [{{source: mock, model: fixture}}]}}\n\
+         \x20 - {{alias: plain, cache: true, providers: [{{source: mock, model: fixture}}]}}\n",
+        cache = shared_cache().display(),
+        url = mock.url,
+    );
+    let gw = TestGateway::start(&yaml).await;
+    let ask = |model: &str, text: &str, temperature: f64| {
+        json!({"model": model, "temperature": temperature, "messages": [
+            {"role": "system", "content": "Answer briefly."}, {"role": "user", "content": text}]})
+    };
+    let first = chat_as(&gw, KEY, &ask("faq", "What is the capital city of France?", 0.0), &[]).await;
+    assert_eq!(cache_header(&first).as_deref(), Some("miss"));
+    let first: Value = first.json().await.unwrap();
+    assert_eq!(upstream_calls(&mock), 1);
+
+    // The same words but two (cosine 0.88 in this embedder's bags): answered from the cache.
+    let paraphrase = chat_as(&gw, KEY, &ask("faq", "Tell me: what is the capital city of France?", 0.0), &[]).await;
+    assert_eq!(cache_header(&paraphrase).as_deref(), Some("hit"));
+    let similarity: f32 = paraphrase.headers()["x-switchyard-cache-similarity"].to_str().unwrap().parse().unwrap();
+    assert!((0.8..1.0).contains(&similarity), "{similarity}");
+    let paraphrase: Value = paraphrase.json().await.unwrap();
+    assert_eq!(paraphrase["choices"], first["choices"]);
+    // A streaming client gets it as a stream.
+    let mut streaming = ask("faq", "what is the capital city of France? Tell me", 0.0);
+    streaming["stream"] = json!(true);
+    let streamed = chat_as(&gw, KEY, &streaming, &[]).await;
+    assert_eq!(cache_header(&streamed).as_deref(), Some("hit"));
+    let (events, done) = openai_events(&streamed.text().await.unwrap());
+    assert!(done);
+    assert_eq!(assemble(&events).content, first["choices"][0]["message"]["content"].as_str().unwrap());
+    assert_eq!(upstream_calls(&mock), 1);
+
+    // Below the threshold: another question, and a paraphrase too far from it.
+    for text in ["How tall is Mount Everest?", "France: which city is its capital, and since when?"] {
+        let far = chat_as(&gw, KEY, &ask("faq", text, 0.0), &[]).await;
+        assert_eq!(cache_header(&far).as_deref(), Some("miss"), "{text}");
+    }
+    assert_eq!(upstream_calls(&mock), 3);
+    // Everything but the last user message must match: another temperature, another key, a
+    // route without the semantic cache.
+    let warmer = chat_as(&gw, KEY, &ask("faq", "Tell me: what is the capital city of France?", 0.7), &[]).await;
+    assert_eq!(cache_header(&warmer).as_deref(), Some("miss"));
+    let other = chat_as(&gw, OTHER_KEY, &ask("faq", "Tell me: what is the capital city of France?", 0.0), &[]).await;
+    assert_eq!(cache_header(&other).as_deref(), Some("miss"));
+    let plain = chat_as(&gw, KEY, &ask("plain", "Tell me: what is the capital city of France?", 0.0), &[]).await;
+    assert_eq!(cache_header(&plain).as_deref(), Some("miss"));
+    assert_eq!(upstream_calls(&mock), 6);
+    // The embedder was asked once per semantic lookup (never for the plain route), on the key's books.
+    assert_eq!(embedded.load(Ordering::SeqCst), 7);
+    let rows = gw.gateway.state.query_logs(&LogQuery { cache_hit: Some(true), ..LogQuery::default() }).unwrap().rows;
+    assert_eq!(rows.len(), 2);
+    assert!(rows[0].message.as_deref().unwrap_or_default().starts_with("semantic cache"), "{:?}", rows[0].message);
+    let shown = gw.admin_json(&gw.admin_token(), "/admin/api/cache").await;
+    assert_eq!(shown["semantic_prompts"], 5, "{shown}");
+}
+
+#[tokio::test]
+async fn the_size_bound_holds_under_a_burst_of_distinct_large_answers() {
+    use crate::support::faulty::{Behaviour, FaultyUpstream, completion_body};
+    // Every answer is ~200 KB of its own text: a 1 MiB cache holds a handful at most.
+    let upstream = FaultyUpstream::start(|arrival| {
+        let text = format!("{} {}", arrival.number, "x".repeat(200_000));
+        let usage = r#"{"prompt_tokens":5,"completion_tokens":50000,"total_tokens":50005}"#;
+        Behaviour::json(200, completion_body("big", Some(&text), "stop", usage))
+    })
+    .await;
+    let yaml = format!(
+        "listen: 127.0.0.1:0\ndata_dir: {{data}}\ncache_dir: {cache}\n\
+         cache: {{max_mb: 1, max_entry_kb: 300}}\n\
+         keys: [{{name: tester, key: {KEY}, models: ['*']}}]\n\
+         sources:\n\
+         \x20 - {{name: big, base_url: '{url}', stream_whole_answers: false, cache: true, max_concurrent: 64, models: [{{name: big}}]}}\n",
+        cache = shared_cache().display(),
+        url = upstream.url,
+    );
+    let gw = TestGateway::start(&yaml).await;
+    let asks = (0..40).map(|n| {
+        let body = json!({"model": "big", "messages": [{"role": "user", "content": format!("question {n}")}]});
+        let gw = &gw;
+        async move { chat_as(gw, KEY, &body, &[]).await.status().as_u16() }
+    });
+    let statuses = futures::future::join_all(asks).await;
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    let shown = gw.admin_json(&gw.admin_token(), "/admin/api/cache").await;
+    let (entries, bytes) = (shown["entries"].as_u64().unwrap(), shown["bytes"].as_u64().unwrap());
+    assert!(bytes <= 1 << 20, "{bytes} bytes held");
+    assert!((1..=5).contains(&entries), "{entries} entries of ~200 KB");
 }

@@ -13,7 +13,8 @@ use crate::server::error::{ApiError, ErrorType};
 async fn cache_json(gw: &Gateway) -> Value {
     let (entries, bytes) = gw.cache.size();
     let shared = gw.cache.shared_size().await.map(|(entries, bytes)| json!({"entries": entries, "bytes": bytes}));
-    json!({"config": gw.cache.config(), "entries": entries, "bytes": bytes, "shared": shared})
+    json!({"config": gw.cache.config(), "entries": entries, "bytes": bytes, "shared": shared,
+           "semantic_prompts": gw.cache.semantic_size()})
 }
 
 /// `GET /admin/api/cache`: the settings, the entries and bytes this process holds, and with

@@ -2,9 +2,11 @@
 //! say, then the client's `cache-control`), a hit's reply and log row, and a miss's answer kept.
 
 mod key;
+mod semantic;
 mod store;
 
 pub use key::CacheKey;
+pub use semantic::vector_of;
 pub use store::{Entry, MemoryStore};
 
 use std::sync::Arc;
@@ -15,6 +17,7 @@ use axum::http::{HeaderMap, HeaderValue};
 use super::Gateway;
 use super::attempt::SOURCE_HEADER;
 use super::auth::KeyEntry;
+use super::bill::RequestCost;
 use super::books::LogContext;
 use super::call::{Answer, Call, Protocol, Reply};
 use super::error::ApiError;
@@ -27,6 +30,8 @@ use crate::router::Planned;
 pub const CACHE_HEADER: &str = "x-switchyard-cache";
 /// A client's own time to keep its answer, in seconds (at most `cache.ttl_seconds`; 0 keeps nothing).
 pub const TTL_HEADER: &str = "x-switchyard-cache-ttl";
+/// A semantic hit's cosine similarity to the request it was kept for.
+pub const SIMILARITY_HEADER: &str = "x-switchyard-cache-similarity";
 /// The source of a hit's log row.
 pub const CACHE_SOURCE: &str = "cache";
 
@@ -36,6 +41,8 @@ const ANSWER_HEADERS: &[&str] = &["anthropic-beta", "anthropic-version"];
 pub struct ResponseCache {
     config: CacheConfig,
     memory: MemoryStore,
+    /// Earlier prompts' embeddings (`cache.semantic`).
+    semantic: Option<semantic::SemanticIndex>,
     /// The replicas' shared entries (`shared_state`): looked up when this process has none.
     shared: Option<Arc<crate::shared::Shared>>,
 }
@@ -58,6 +65,33 @@ pub struct Lookup {
     max_age: Option<Duration>,
     /// `None`: the answer is not kept.
     ttl: Option<Duration>,
+    /// For a route with `semantic_cache`: the scope of everything but the last user message,
+    /// and that message's text (to embed), until its embedding is in `probe`.
+    semantic: Option<(CacheKey, String)>,
+    probe: Option<semantic::Probe>,
+    /// What the request had cost before its answer was asked (the semantic cache's embedding),
+    /// so the entry keeps the answer's own cost.
+    spent_before: Option<i64>,
+}
+
+impl Lookup {
+    /// The text the semantic cache would embed, when it applies and has not yet.
+    pub fn to_embed(&self) -> Option<&str> {
+        self.semantic.as_ref().filter(|_| self.read && self.probe.is_none()).map(|(_, text)| text.as_str())
+    }
+
+    /// Marks what the request has cost so far: the entry's cost is what the answer adds.
+    pub fn spent_before(&mut self, pico: Option<i64>) {
+        self.spent_before = pico;
+    }
+
+    /// The last user message's embedding: the semantic cache looks with it, and keeps it with
+    /// the answer.
+    pub fn embedded(&mut self, vector: Vec<f32>) {
+        if let Some((scope, _)) = &self.semantic {
+            self.probe = Some(semantic::Probe { scope: *scope, vector });
+        }
+    }
 }
 
 /// What a client said of caching in its request headers.
@@ -95,6 +129,7 @@ impl ResponseCache {
     pub fn new(config: &CacheConfig, shared: Option<Arc<crate::shared::Shared>>) -> ResponseCache {
         ResponseCache {
             memory: MemoryStore::new(config.max_bytes(), config.max_entry_bytes() as u64),
+            semantic: config.semantic.as_ref().map(|s| semantic::SemanticIndex::new(s.max_entries)),
             config: config.clone(),
             shared,
         }
@@ -141,18 +176,33 @@ impl ResponseCache {
             key::Request { partition: &partition, model: call.model, protocol, headers: &answer_headers, body };
         let Some(key) = request.key() else { return Ok(Plan::Bypass) };
         let ttl = said.ttl.map_or(self.config.ttl_seconds, |asked| asked.min(self.config.ttl_seconds));
+        let semantic = match (&self.config.semantic, route, call.body.unified()) {
+            (Some(config), Some(route), Some(unified)) if route.semantic_cache => {
+                semantic::split(unified, config.max_prompt_kb << 10).and_then(|(rest, text)| {
+                    // The client's protocol stays in the scope: an entry may hold a native answer.
+                    let mut headers = answer_headers.clone();
+                    headers.push(("x-switchyard-semantic-scope", "1"));
+                    let scope = key::Request { body: rest.as_bytes(), headers: &headers, ..request };
+                    scope.key().map(|scope| (scope, text))
+                })
+            }
+            _ => None,
+        };
         Ok(Plan::Use(Lookup {
             key,
             read: !said.no_cache,
             max_age: said.max_age.map(Duration::from_secs),
             ttl: (ttl > 0).then(|| Duration::from_secs(ttl)),
+            semantic,
+            probe: None,
+            spent_before: None,
         }))
     }
 
     /// The entry that answers `lookup` at `now` and its answer in the mode asked for (`stream`),
     /// if any: this process's, else the replicas' (kept here from then on). An entry in Redis
     /// that does not read is a miss.
-    pub async fn find(&self, lookup: &Lookup, now: UnixMs, stream: bool) -> Option<(Arc<Entry>, Answer)> {
+    pub async fn find(&self, lookup: &Lookup, now: UnixMs, stream: bool) -> Option<Found> {
         if !lookup.read {
             return None;
         }
@@ -169,7 +219,26 @@ impl ResponseCache {
             return None;
         }
         let answer = entry.answer(stream)?;
-        Some((entry, answer))
+        Some(Found { entry, answer, similarity: None })
+    }
+
+    /// The kept answer of the nearest earlier prompt like `lookup`'s (its embedding in hand),
+    /// in the mode asked for, and how similar the two are.
+    pub fn find_similar(&self, lookup: &Lookup, now: UnixMs, stream: bool) -> Option<Found> {
+        let (index, probe) = (self.semantic.as_ref()?, lookup.probe.as_ref()?);
+        let threshold = self.config.semantic.as_ref()?.threshold;
+        let (key, similarity) = index.nearest(probe, threshold)?;
+        let entry = self.memory.get(&key, now)?;
+        if lookup.max_age.is_some_and(|max_age| now.since(entry.stored_at) > max_age) {
+            return None;
+        }
+        let answer = entry.answer(stream)?;
+        Some(Found { entry, answer, similarity: Some(similarity) })
+    }
+
+    /// The embeddings model of the semantic cache.
+    pub fn semantic_model(&self) -> Option<&str> {
+        self.config.semantic.as_ref().map(|s| s.model.as_str())
     }
 
     /// Keeps a whole answer (a complete one only: every choice finished) from `source`. A
@@ -178,9 +247,16 @@ impl ResponseCache {
         if kept.unified.len() > self.config.max_entry_bytes() || !finished(&kept.unified) {
             return;
         }
+        if let (Some(index), Some(probe)) = (&self.semantic, &kept.probe) {
+            index.add(probe, key);
+        }
         let tally = Tally::of_response(&kept.unified);
+        if !kept.cross_mode && kept.native_whole.is_none() && kept.native_frames.is_none() {
+            return; // a native answer that did not read as text: nothing to replay it from
+        }
         let mut entry = Entry {
-            unified: kept.unified,
+            // Served only in its native forms: the unified copy would double its weight.
+            unified: if kept.cross_mode { kept.unified } else { String::new() },
             native_whole: kept.native_whole,
             native_frames: kept.native_frames,
             cross_mode: kept.cross_mode,
@@ -189,6 +265,7 @@ impl ResponseCache {
             expires_at: now.plus(ttl),
             tokens_in: tally.prompt_tokens,
             tokens_out: tally.completion_tokens,
+            cost_pico: kept.cost_pico,
         };
         if !entry.cross_mode
             && let Some(before) = self.memory.get(&key, now).filter(|b| !b.cross_mode)
@@ -208,6 +285,9 @@ impl ResponseCache {
     pub async fn purge(&self) -> Result<usize, String> {
         let (held, _) = self.memory.size();
         self.memory.purge();
+        if let Some(index) = &self.semantic {
+            index.clear();
+        }
         if let Some(shared) = &self.shared {
             shared.cache_purge().await?;
         }
@@ -217,6 +297,11 @@ impl ResponseCache {
     /// (entries, bytes) this process holds.
     pub fn size(&self) -> (usize, u64) {
         self.memory.size()
+    }
+
+    /// Prompts the semantic cache remembers (`None`: it is off).
+    pub fn semantic_size(&self) -> Option<usize> {
+        self.semantic.as_ref().map(semantic::SemanticIndex::len)
     }
 
     /// (entries, bytes) the replicas share in Redis; `None` alone or when Redis is away.
@@ -229,19 +314,30 @@ impl ResponseCache {
     }
 }
 
+/// A kept answer found for a request: its entry, the answer in the mode asked for and, from
+/// the semantic cache, how similar the request it was kept for is.
+pub struct Found {
+    entry: Arc<Entry>,
+    answer: Answer,
+    similarity: Option<f32>,
+}
+
 /// What a miss's answer leaves to keep.
 struct Kept {
     unified: String,
     native_whole: Option<String>,
     native_frames: Option<Vec<String>>,
     cross_mode: bool,
+    /// The request's embedding, remembered with the entry (the semantic cache).
+    probe: Option<semantic::Probe>,
+    cost_pico: Option<i64>,
 }
 
 impl Kept {
     /// A native session's answer from `protocol`'s upstream, or a translated one (`None`).
-    fn new(unified: String, native: Option<Protocol>) -> Kept {
+    fn new(unified: String, native: Option<Protocol>, probe: Option<semantic::Probe>) -> Kept {
         let cross_mode = native.is_none_or(|p| p == Protocol::OpenAiChat);
-        Kept { unified, native_whole: None, native_frames: None, cross_mode }
+        Kept { unified, native_whole: None, native_frames: None, cross_mode, probe, cost_pico: None }
     }
 }
 
@@ -283,10 +379,10 @@ pub fn hit(
     key: &KeyEntry,
     call: &Call<'_>,
     log: &LogContext,
-    entry: &Entry,
-    answer: Answer,
+    found: Found,
     started: Instant,
 ) -> Result<Reply, ApiError> {
+    let Found { entry, answer, similarity } = found;
     let tokens = entry.tokens_in.saturating_add(entry.tokens_out);
     if gw.cache.config.hits_count_against_quotas {
         super::admission::admit_tokens(gw, key, tokens)?.settle(tokens, None);
@@ -298,6 +394,11 @@ pub fn hit(
     if let Ok(source) = HeaderValue::from_str(&entry.source) {
         headers.insert(SOURCE_HEADER, source);
     }
+    if let Some(similarity) = similarity
+        && let Ok(value) = HeaderValue::from_str(&format!("{similarity:.4}"))
+    {
+        headers.insert(SIMILARITY_HEADER, value);
+    }
     let slot = SlotKey { source: SourceName::new(CACHE_SOURCE), model: call.model.to_string() };
     let mut row = log.row(gw, &slot, started);
     row.status = Some(200);
@@ -305,15 +406,27 @@ pub fn hit(
     row.tokens_in = Some(entry.tokens_in);
     row.tokens_out = Some(entry.tokens_out);
     row.cache_hit = true;
+    let saved = entry.cost_pico.map(|pico| format!("saved ${}", crate::domain::Usd::from_pico(pico)));
+    let similar = similarity.map(|s| format!("semantic cache: a request {s:.4} similar"));
+    row.message = match (similar, saved) {
+        (Some(similar), Some(saved)) => Some(format!("{similar}; {saved}")),
+        (similar, saved) => similar.or(saved),
+    };
     gw.state.log_charged(row, Vec::new());
-    gw.metrics.cache_request("hit");
-    gw.metrics.cache_saved(entry.tokens_in, entry.tokens_out);
+    gw.metrics.cache_request(if similarity.is_some() { "semantic_hit" } else { "hit" });
+    gw.metrics.cache_saved(entry.tokens_in, entry.tokens_out, entry.cost_pico);
     Ok(Reply { answer, headers })
 }
 
 /// A miss's reply, marked, with its answer kept once whole: a JSON answer at once, a stream
 /// when it completes (never a cut, failed or abandoned one, nor one past the entry bound).
-pub fn missed(gw: &Arc<Gateway>, plan: Plan, protocol: Option<Protocol>, mut reply: Reply) -> Reply {
+pub fn missed(
+    gw: &Arc<Gateway>,
+    plan: Plan,
+    protocol: Option<Protocol>,
+    cost: &Arc<RequestCost>,
+    mut reply: Reply,
+) -> Reply {
     let lookup = match plan {
         Plan::Off => return reply,
         Plan::Bypass => {
@@ -330,28 +443,39 @@ pub fn missed(gw: &Arc<Gateway>, plan: Plan, protocol: Option<Protocol>, mut rep
     let protocol = protocol.unwrap_or(Protocol::OpenAiChat);
     let source = reply.headers.get(SOURCE_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let now = gw.scheduler.now();
+    let before = lookup.spent_before;
+    // The answer's own cost, once its books are closed (a stream's when it ends).
+    let answer_cost = move |cost: &RequestCost| cost.pico().map(|after| after - before.unwrap_or(0));
     reply.answer = match reply.answer {
         Answer::Complete(unified) => {
-            gw.cache.keep(lookup.key, ttl, Kept::new(unified.clone(), None), &source, now);
+            let mut kept = Kept::new(unified.clone(), None, lookup.probe);
+            kept.cost_pico = answer_cost(cost);
+            gw.cache.keep(lookup.key, ttl, kept, &source, now);
             Answer::Complete(unified)
         }
         Answer::Native { body, unified } => {
-            let mut kept = Kept::new(unified, Some(protocol));
-            kept.native_whole = String::from_utf8(body.clone()).ok();
-            if kept.native_whole.is_some() {
-                gw.cache.keep(lookup.key, ttl, kept, &source, now);
-            }
+            // An OpenAI-compatible upstream's own answer is the unified shape: kept as sent, it
+            // is both the JSON hit (byte for byte) and what a stream hit is rendered from.
+            let mut kept = match (protocol, String::from_utf8(body.clone())) {
+                (Protocol::OpenAiChat, Ok(own)) => Kept::new(own, None, lookup.probe),
+                (_, own) => Kept { native_whole: own.ok(), ..Kept::new(unified, Some(protocol), lookup.probe) },
+            };
+            kept.cost_pico = answer_cost(cost);
+            gw.cache.keep(lookup.key, ttl, kept, &source, now);
             Answer::Native { body, unified: String::new() }
         }
         Answer::Stream(chunks) => {
             let gw = Arc::clone(gw);
             let limit = gw.cache.config.max_entry_bytes();
             let native = chunks.is_native().then_some(protocol);
+            let cost = Arc::clone(cost);
             Answer::Stream(chunks.recording(
                 limit,
                 Box::new(move |recorded| {
-                    let mut kept = Kept::new(recorded.unified, native);
-                    kept.native_frames = recorded.frames;
+                    let mut kept = Kept::new(recorded.unified, native, lookup.probe);
+                    // Frames are kept where the unified form cannot stand for them.
+                    kept.native_frames = recorded.frames.filter(|_| !kept.cross_mode);
+                    kept.cost_pico = answer_cost(&cost);
                     let now = gw.scheduler.now();
                     gw.cache.keep(lookup.key, ttl, kept, &source, now);
                 }),
@@ -395,6 +519,7 @@ mod tests {
             expires_at: UnixMs(1),
             tokens_in: 1,
             tokens_out: 1,
+            cost_pico: None,
         }
     }
 

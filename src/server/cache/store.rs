@@ -32,6 +32,10 @@ pub struct Entry {
     pub expires_at: UnixMs,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// What the answer cost when it was asked upstream (pico-dollars; `None`: not known):
+    /// what each hit saves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_pico: Option<i64>,
 }
 
 impl Entry {
@@ -120,6 +124,7 @@ mod tests {
             expires_at: UnixMs(expires_at),
             tokens_in: 1,
             tokens_out: 2,
+            cost_pico: None,
         }
     }
 
