@@ -46,13 +46,23 @@ function toForm(r) {
     min_candidates: str(f.min_candidates),
     timeout_seconds: str(f.timeout_seconds),
     providers: (r?.providers ?? []).map((p) => ({ source: p.source, model: p.model, priority: str(p.priority), enabled: p.enabled !== false })),
+    cache: r?.cache === true ? 'on' : r?.cache === false ? 'off' : '',
+    semantic_cache: r?.semantic_cache === true,
   };
 }
+
+const CACHE_CHOICES = [
+  { value: '', label: 'as its sources say' },
+  { value: 'on', label: 'on' },
+  { value: 'off', label: 'off' },
+];
 
 function routeBody(f) {
   const alias = f.alias.trim();
   if (!alias) throw new Error('Alias: required (what clients send as model)');
   const body = { alias, group: f.group.trim() || 'default', mode: f.mode };
+  if (f.cache) body.cache = f.cache === 'on';
+  if (f.semantic_cache) body.semantic_cache = true;
   body.providers = f.providers.map((p, i) => {
     if (!p.source || !p.model) throw new Error(`Provider ${i + 1}: choose a source and a model`);
     return { source: p.source, model: p.model, priority: parseNumber(`Provider ${i + 1} priority`, p.priority, { int: true }) ?? 0, enabled: p.enabled };
@@ -127,6 +137,9 @@ function RouteDialog({ route, routes, sources, onSaved, onClose }) {
         <${TextInput} label="Group" value=${form.group} onValue=${set('group')} autocomplete="off"
           hint="keys of this group see the route" />
         <${SelectInput} label="Mode" value=${form.mode} onValue=${set('mode')} options=${MODES} />
+        <${SelectInput} label="Response cache" value=${form.cache} onValue=${set('cache')} options=${CACHE_CHOICES}
+          hint="repeated requests answered from the cache (a key's own setting wins)" />
+        <div class="field"><${Toggle} label="Semantic cache (paraphrases)" checked=${form.semantic_cache} onChange=${set('semantic_cache')} /></div>
       </div>
       ${!isNew && (form.alias !== route.alias || form.group !== route.group)
         ? html`<p class="small muted" role="note">Changing the alias or the group gives the route (and its providers) new ids.</p>` : null}

@@ -31,7 +31,7 @@ const HTTP_VERSIONS = [
 ];
 
 // Source fields the form does not edit: carried through a save unchanged.
-const KEPT = ['passthrough', 'stream_whole_answers', 'detect_models_share_names'];
+const KEPT = ['passthrough', 'stream_whole_answers', 'detect_models_share_names', 'cache'];
 
 /** A source (or template) as the form edits it: every value a string. */
 function toForm(s = {}) {

@@ -1,6 +1,7 @@
 // Response cache: a key created with `cache: true` asks twice and the second answer is a hit;
 // the Logs page marks the hit; the Operations page shows the entry and purges it after a
 // confirmation (a cancelled one purges nothing), and the next request goes upstream again.
+// A route made in the Routes page with its response cache on caches any key's answers.
 import assert from 'node:assert/strict';
 
 const MODEL = 'gpt-4o-mini';
@@ -48,7 +49,36 @@ export default async function (ctx) {
     await page.waitForFunction(() => document.querySelector('[data-testid="cache-entries"]')?.textContent === '0');
     assert.equal((await ctx.admin('GET', '/cache')).entries, 0);
     assert.equal(await ask(), 'miss', 'after the purge the request goes upstream');
+
+    // A route with its cache switched on in the page: the gateway's own key (no cache setting
+    // of its own) gets a hit the second time.
+    await page.getByRole('navigation').getByRole('link', { name: 'Routes' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Routes' }).waitFor();
+    await page.getByRole('button', { name: 'Add route' }).click();
+    const routeDialog = page.getByRole('dialog');
+    await routeDialog.getByLabel('Alias').fill('cached-route');
+    await routeDialog.getByLabel('Response cache').selectOption('on');
+    await routeDialog.getByRole('button', { name: 'Add provider' }).click();
+    await routeDialog.getByLabel('Provider 1 source').selectOption('alpha');
+    await routeDialog.getByRole('button', { name: 'Add route' }).click();
+    await routeDialog.waitFor({ state: 'detached' });
+    const route = (await ctx.admin('GET', '/routes')).routes.find((r) => r.alias === 'cached-route');
+    assert.equal(route.cache, true, JSON.stringify(route));
+    const viaRoute = async () => {
+      const res = await fetch(`${ctx.env.gateway}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${ctx.env.gatewayKey}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: 'cached-route', messages: [{ role: 'user', content: 'route cache' }] }),
+      });
+      assert.equal(res.status, 200);
+      await res.json();
+      return res.headers.get('x-switchyard-cache');
+    };
+    assert.equal(await viaRoute(), 'miss');
+    assert.equal(await viaRoute(), 'hit');
   } finally {
     await ctx.admin('DELETE', '/keys/cached-ui');
+    const route = (await ctx.admin('GET', '/routes')).routes.find((r) => r.alias === 'cached-route');
+    if (route) await ctx.admin('DELETE', `/routes/${encodeURIComponent(route.id)}`);
   }
 }
