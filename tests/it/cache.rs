@@ -458,3 +458,27 @@ async fn the_size_bound_holds_under_a_burst_of_distinct_large_answers() {
     assert!(bytes <= 1 << 20, "{bytes} bytes held");
     assert!((1..=5).contains(&entries), "{entries} entries of ~200 KB");
 }
+
+#[tokio::test]
+async fn hits_cost_no_quota_unless_the_setting_says_they_count() {
+    for counted in [false, true] {
+        let mock = MockUpstream::start().await;
+        let yaml = config(&mock, &format!(", hits_count_against_quotas: {counted}")).replace(
+            "{name: tester, key: sk-test-gateway-key-0001, models: ['*']}",
+            "{name: tester, key: sk-test-gateway-key-0001, models: ['*'], token_quota: 1000, period: day}",
+        );
+        let gw = TestGateway::start(&yaml).await;
+        let used = || async {
+            gw.admin_json(&gw.admin_token(), "/admin/api/keys/tester").await["used"].as_u64().unwrap()
+        };
+        let body = ask("fixture", false);
+        assert_eq!(cache_header(&chat_as(&gw, KEY, &body, &[]).await).as_deref(), Some("miss"));
+        let after_miss = used().await;
+        assert!(after_miss > 0, "the upstream answer counts");
+        for _ in 0..3 {
+            assert_eq!(cache_header(&chat_as(&gw, KEY, &body, &[]).await).as_deref(), Some("hit"));
+        }
+        let expected = if counted { after_miss * 4 } else { after_miss };
+        assert_eq!(used().await, expected, "hits_count_against_quotas: {counted}");
+    }
+}
