@@ -11,6 +11,8 @@ use crate::domain::UnixMs;
 
 /// A lookup waits this long for Redis at most; past it, a miss.
 const LOOKUP_TIMEOUT: Duration = Duration::from_millis(100);
+/// Answers on their way to Redis at once, at most.
+pub(super) const PUTS_IN_FLIGHT: usize = 64;
 
 /// Stores an entry, counts its bytes, and evicts the least recently used until all fit.
 /// KEYS: entry, index, sizes, bytes. ARGV: value, ttl ms, now ms, max bytes, id, entry prefix.
@@ -68,8 +70,13 @@ impl Shared {
     /// Stores `value` under `id` for `ttl`, evicting the least recently used entries past
     /// `max_bytes`; in the background (the answer does not wait for it).
     pub fn cache_put(self: &Arc<Self>, id: String, value: Vec<u8>, ttl: Duration, max_bytes: u64, now: UnixMs) {
+        let Ok(place) = Arc::clone(&self.cache_puts).try_acquire_owned() else {
+            tracing::debug!("cache entry not sent to Redis: {PUTS_IN_FLIGHT} are on their way already");
+            return;
+        };
         let shared = Arc::clone(self);
         crate::tasks::spawn("cache-put", async move {
+            let _place = place;
             let Some(mut conn) = shared.cache_connection().await else { return };
             let keys = &shared.keys;
             let prefix = keys.cache_entry_prefix();

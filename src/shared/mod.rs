@@ -101,6 +101,9 @@ pub struct Shared {
     syncs: std::sync::atomic::AtomicU64,
     /// Another live process holds this replica's name (reported once until it clears).
     name_conflict: std::sync::atomic::AtomicBool,
+    /// Places for cached answers on their way to Redis: past them an answer stays this
+    /// replica's own (a slow Redis never piles answers up in memory).
+    cache_puts: Arc<tokio::sync::Semaphore>,
 }
 
 /// How a replica's link to the others stands, as the admin API shows it.
@@ -136,6 +139,7 @@ impl Shared {
             publish_seq: Default::default(),
             published: Default::default(),
             name_conflict: Default::default(),
+            cache_puts: Arc::new(tokio::sync::Semaphore::new(cache::PUTS_IN_FLIGHT)),
             config,
         }))
     }
