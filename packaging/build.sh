@@ -100,8 +100,10 @@ cp "$stripped" "$out/switchyard"
 
 # Shared libraries and glibc version the binary needs (empty for a static musl build).
 glibc_min=$(objdump -T "$stripped" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1 || true)
-needs_libgcc=0
+needs_libgcc=0 needs_libstdcxx=0
 if readelf -d "$stripped" | grep -q 'NEEDED.*libgcc_s'; then needs_libgcc=1; fi
+# The semantic cache's vector index (usearch) is C++.
+if readelf -d "$stripped" | grep -q 'NEEDED.*libstdc++'; then needs_libstdcxx=1; fi
 
 # --- configs ------------------------------------------------------------------------------------
 # /etc/switchyard/config.yaml: config.example.yaml with the system paths. Each edit must apply,
@@ -221,6 +223,7 @@ printf '/etc/switchyard/config.yaml\n/etc/switchyard/environment\n' > "$root/DEB
 depends="ca-certificates"
 if [ -n "$glibc_min" ]; then depends="libc6 (>= $glibc_min), $depends"; fi
 if [ "$needs_libgcc" = 1 ]; then depends="${depends/ca-certificates/libgcc-s1, ca-certificates}"; fi
+if [ "$needs_libstdcxx" = 1 ]; then depends="${depends/ca-certificates/libstdc++6, ca-certificates}"; fi
 installed_size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 {
     echo "Package: switchyard"
