@@ -468,9 +468,8 @@ async fn hits_cost_no_quota_unless_the_setting_says_they_count() {
             "{name: tester, key: sk-test-gateway-key-0001, models: ['*'], token_quota: 1000, period: day}",
         );
         let gw = TestGateway::start(&yaml).await;
-        let used = || async {
-            gw.admin_json(&gw.admin_token(), "/admin/api/keys/tester").await["used"].as_u64().unwrap()
-        };
+        let used =
+            || async { gw.admin_json(&gw.admin_token(), "/admin/api/keys/tester").await["used"].as_u64().unwrap() };
         let body = ask("fixture", false);
         assert_eq!(cache_header(&chat_as(&gw, KEY, &body, &[]).await).as_deref(), Some("miss"));
         let after_miss = used().await;
