@@ -6,9 +6,15 @@ import {
   useApi, Loading, ErrorBox, Empty, Modal, Button, PageHeader, Card, Table, Pill, toast, fmtAgo, fmtTime, maskKey,
 } from '../ui.js';
 import {
-  TextInput, QuotaInputs, quotaBody, FormError, ConfirmAction, useSubmit, newFormId, str, enc, periodText,
+  TextInput, SelectInput, QuotaInputs, quotaBody, FormError, ConfirmAction, useSubmit, newFormId, str, enc, periodText,
   modelCatalog, UsageBar, Chips, copyText, BudgetInputs, budgetBody, BudgetBar,
 } from './forms.js';
+
+const CACHE_CHOICES = [
+  { value: '', label: 'as its routes and sources say' },
+  { value: 'on', label: 'on' },
+  { value: 'off', label: 'off' },
+];
 
 /** Splits free text into scope entries (commas, spaces or new lines). */
 const splitEntries = (text) => text.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
@@ -72,6 +78,7 @@ function CreateDialog({ options, onCreated, onClose }) {
   const [group, setGroup] = useState('default');
   const [quota, setQuota] = useState({ token_quota: '', period: '', hours: '' });
   const [budget, setBudget] = useState({ usd: '', period: 'month' });
+  const [cache, setCache] = useState('');
   const { busy, error, submit } = useSubmit();
   const [formId] = useState(newFormId);
   const groups = [...new Set(options.routes.map((r) => r.group))];
@@ -84,6 +91,7 @@ function CreateDialog({ options, onCreated, onClose }) {
       const body = { name: n, models, group: group.trim() || 'default', ...quotaBody(quota) };
       const b = budgetBody(budget);
       if (b) body.budget = b;
+      if (cache) body.cache = cache === 'on';
       return api('POST', '/keys', body);
     });
     if (r) onCreated(r);
@@ -97,6 +105,8 @@ function CreateDialog({ options, onCreated, onClose }) {
         <${TextInput} label="Group" value=${group} onValue=${setGroup} autocomplete="off" list=${`${formId}-groups`}
           hint="the route group whose routes the key sees" />
         <datalist id=${`${formId}-groups`}>${groups.map((g) => html`<option key=${g} value=${g} />`)}</datalist>
+        <${SelectInput} label="Response cache" value=${cache} onValue=${setCache} options=${CACHE_CHOICES}
+          hint="repeated requests answered from the cache (over its routes' and sources' say)" />
       </div>
       <${ScopePicker} value=${models} onChange=${setModels} models=${options.models} routes=${options.routes} />
       <${QuotaInputs} value=${quota} onChange=${setQuota} />

@@ -1,4 +1,4 @@
-// Response cache: a key created with `cache: true` asks twice and the second answer is a hit;
+// Response cache: a key created in the Keys page with its cache on asks twice and the second answer is a hit;
 // the Logs page marks the hit; the Operations page shows the entry and purges it after a
 // confirmation (a cancelled one purges nothing), and the next request goes upstream again.
 // A route made in the Routes page with its response cache on caches any key's answers.
@@ -7,7 +7,20 @@ import assert from 'node:assert/strict';
 const MODEL = 'gpt-4o-mini';
 
 export default async function (ctx) {
-  const created = await ctx.admin('POST', '/keys', { name: 'cached-ui', models: ['*'], cache: true });
+  // The key is made in the Keys page with its response cache on.
+  const keys = await ctx.page();
+  await keys.goto(`${ctx.env.gateway}/ui/#/keys`);
+  await keys.reload();
+  await keys.getByRole('button', { name: 'Create key' }).click();
+  const create = keys.getByRole('dialog');
+  await create.getByLabel('Name').fill('cached-ui');
+  await create.getByLabel('Response cache').selectOption('on');
+  await create.getByRole('button', { name: 'Create key' }).click();
+  await create.getByRole('heading', { name: 'Key cached-ui created' }).waitFor();
+  const created = { key: await create.getByLabel('New key').inputValue() };
+  await create.getByRole('button', { name: 'Done' }).click();
+  assert.equal((await ctx.admin('GET', '/keys/cached-ui')).cache, true);
+  await keys.close();
   const ask = async () => {
     const res = await fetch(`${ctx.env.gateway}/v1/chat/completions`, {
       method: 'POST',
