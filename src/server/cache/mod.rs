@@ -80,6 +80,16 @@ impl Lookup {
         self.semantic.as_ref().filter(|_| self.read && self.probe.is_none()).map(|(_, text)| text.as_str())
     }
 
+    /// `entry` as this request's answer in the mode asked for, unless it is older than the
+    /// client takes or has no form for that mode.
+    fn answered_by(&self, entry: Arc<Entry>, now: UnixMs, stream: bool, similarity: Option<f32>) -> Option<Found> {
+        if self.max_age.is_some_and(|max_age| now.since(entry.stored_at) > max_age) {
+            return None;
+        }
+        let answer = entry.answer(stream)?;
+        Some(Found { entry, answer, similarity })
+    }
+
     /// Marks what the request has cost so far: the entry's cost is what the answer adds.
     pub fn spent_before(&mut self, pico: Option<i64>) {
         self.spent_before = pico;
@@ -215,11 +225,7 @@ impl ResponseCache {
                 Arc::new(entry)
             }
         };
-        if lookup.max_age.is_some_and(|max_age| now.since(entry.stored_at) > max_age) {
-            return None;
-        }
-        let answer = entry.answer(stream)?;
-        Some(Found { entry, answer, similarity: None })
+        lookup.answered_by(entry, now, stream, None)
     }
 
     /// The kept answer of the nearest earlier prompt like `lookup`'s (its embedding in hand),
@@ -228,12 +234,7 @@ impl ResponseCache {
         let (index, probe) = (self.semantic.as_ref()?, lookup.probe.as_ref()?);
         let threshold = self.config.semantic.as_ref()?.threshold;
         let (key, similarity) = index.nearest(probe, threshold)?;
-        let entry = self.memory.get(&key, now)?;
-        if lookup.max_age.is_some_and(|max_age| now.since(entry.stored_at) > max_age) {
-            return None;
-        }
-        let answer = entry.answer(stream)?;
-        Some(Found { entry, answer, similarity: Some(similarity) })
+        lookup.answered_by(self.memory.get(&key, now)?, now, stream, Some(similarity))
     }
 
     /// The embeddings model of the semantic cache.
@@ -246,9 +247,6 @@ impl ResponseCache {
     fn keep(&self, key: CacheKey, ttl: Duration, kept: Kept, source: &str, now: UnixMs) {
         if kept.unified.len() > self.config.max_entry_bytes() || !finished(&kept.unified) {
             return;
-        }
-        if let (Some(index), Some(probe)) = (&self.semantic, &kept.probe) {
-            index.add(probe, key);
         }
         let tally = Tally::of_response(&kept.unified);
         if !kept.cross_mode && kept.native_whole.is_none() && kept.native_frames.is_none() {
@@ -278,7 +276,12 @@ impl ResponseCache {
         {
             shared.cache_put(key.hex(), bytes, ttl, self.config.max_bytes(), now);
         }
-        self.memory.put(key, entry);
+        // The semantic cache remembers only prompts whose answer is kept.
+        if self.memory.put(key, entry)
+            && let (Some(index), Some(probe)) = (&self.semantic, &kept.probe)
+        {
+            index.add(probe, key);
+        }
     }
 
     /// Forgets every entry, the replicas' shared ones too; how many this process held.
@@ -412,7 +415,7 @@ pub fn hit(
         (Some(similar), Some(saved)) => Some(format!("{similar}; {saved}")),
         (similar, saved) => similar.or(saved),
     };
-    gw.state.log_charged(row, Vec::new());
+    gw.state.log(row);
     gw.metrics.cache_request(if similarity.is_some() { "semantic_hit" } else { "hit" });
     gw.metrics.cache_saved(entry.tokens_in, entry.tokens_out, entry.cost_pico);
     Ok(Reply { answer, headers })
