@@ -6,7 +6,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const GUEST_TARGET: &str = "wasm32-wasip2";
-const GUESTS: &[&str] = &["openai", "openai_responses", "anthropic", "ollama", "deepseek", "gemini", "hostile"];
+const GUESTS: &[&str] = &[
+    "openai",
+    "openai_responses",
+    "anthropic",
+    "ollama",
+    "deepseek",
+    "gemini",
+    "hostile",
+    "redact_pii",
+    "block_secrets",
+    "deny_list",
+    "limits",
+];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());

@@ -181,7 +181,13 @@ pub async fn build_with_clock(
         None => store.clone(),
     };
     let scheduler = Scheduler::new(Policy::of(config), clock, Some(persist));
-    Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, store, shared)?), report))
+    let policies = crate::server::Policies::load(
+        &plugins,
+        &settings.policies,
+        &settings.sandbox.limits(settings.body_limit_bytes),
+    )
+    .await?;
+    Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, store, shared, policies)?), report))
 }
 
 /// The admin token kept in `file` (mode 600), made on the first start: 244 random bits.

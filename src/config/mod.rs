@@ -6,6 +6,7 @@ mod env;
 mod error;
 mod load;
 mod locate;
+mod policies;
 mod prices;
 mod routes;
 mod runtime;
@@ -19,11 +20,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::domain::{AdapterName, ChannelSelection, GroupName, KeyName, Secret, SourceName, mask};
+pub use crate::domain::{AdapterName, ChannelSelection, GroupName, KeyName, PolicyName, Secret, SourceName, mask};
 pub use cache::{CacheConfig, MAX_CACHE_TTL_SECONDS, SemanticConfig};
 pub use env::expand as expand_env;
 pub use error::{ConfigError, FieldError};
 pub use load::{LoadedConfig, load, load_runtime_str, load_str, with_runtime};
+pub use policies::{BUILTIN_POLICY_NAMES, OnError, PolicyConfig};
 pub use prices::{GroupBudget, PriceOverride, PricingConfig, TierConfig};
 pub use routes::{FusionConfig, FusionStrategy, RouteConfig, RouteMode, RouteProvider, VisionConfig, VisionFallback};
 pub use runtime::{AutoChains, ChainSlot, RuntimeFile, RuntimeKey, SlotConfig, SourceTemplate, merge};
@@ -83,6 +85,8 @@ pub struct Settings {
     pub pricing: PricingConfig,
     /// The response cache's bounds and sharing.
     pub cache: CacheConfig,
+    /// Policy plugins, in the order they run at each place (global, key, route, source).
+    pub policies: Vec<PolicyConfig>,
 }
 
 /// The configuration in use: the settings, and the catalog the admin API, the WebUI and the
@@ -509,6 +513,9 @@ pub struct KeyConfig {
     /// Whether this key's answers are cached (over its routes' and sources' say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<bool>,
+    /// Policies (`policies[].name`) this key's requests pass, after the global ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<PolicyName>,
 }
 
 impl KeyConfig {
@@ -571,6 +578,10 @@ pub struct SourceConfig {
     /// Whether answers from this source are cached when neither the key nor the route says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<bool>,
+    /// Policies (`policies[].name`) a request passes before it goes to this source, and its
+    /// answer on the way back; a policed request is always translated (never passed through).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<PolicyName>,
     /// What a native pass-through forwards beyond the ordinary fields and betas.
     #[serde(default, skip_serializing_if = "PassthroughConfig::is_default")]
     pub passthrough: PassthroughConfig,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{GroupName, SourceName};
+use super::{GroupName, PolicyName, SourceName};
 
 /// A route: what clients send as `model`, what it does with the request, and its providers.
 /// Written as config.yaml writes it (`mode` plus `adapter_config` / `fusion_config`): see
@@ -21,6 +21,8 @@ pub struct RouteConfig {
     /// Whether a request like an earlier one (by its last user message's embedding) is
     /// answered with the earlier one's kept answer (`cache.semantic`).
     pub semantic_cache: bool,
+    /// Policies (`policies[].name`) its requests pass, after the global and the key's.
+    pub policies: Vec<PolicyName>,
 }
 
 /// A route as config.yaml, the runtime file and the admin API write it.
@@ -43,6 +45,8 @@ struct RouteWire {
     cache: Option<bool>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     semantic_cache: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    policies: Vec<PolicyName>,
 }
 
 impl TryFrom<RouteWire> for RouteConfig {
@@ -65,6 +69,7 @@ impl TryFrom<RouteWire> for RouteConfig {
             providers: w.providers,
             cache: w.cache,
             semantic_cache: w.semantic_cache,
+            policies: w.policies,
         })
     }
 }
@@ -86,6 +91,7 @@ impl From<RouteConfig> for RouteWire {
             fusion_config,
             cache: r.cache,
             semantic_cache: r.semantic_cache,
+            policies: r.policies,
         }
     }
 }

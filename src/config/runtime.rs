@@ -97,6 +97,8 @@ pub struct RuntimeKey {
     pub budget: Option<Budget>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<crate::config::PolicyName>,
 }
 
 impl RuntimeKey {
@@ -111,6 +113,7 @@ impl RuntimeKey {
             hours: self.hours,
             budget: self.budget,
             cache: self.cache,
+            policies: self.policies.clone(),
         }
     }
 }

@@ -16,7 +16,7 @@ pub use clock::{Clock, ManualClock, SystemClock, UnixMs};
 pub use failure::{Disposition, ErrorType, Failure, FailureKind, Verdict};
 pub use money::{Change, Cost, Counts, MoneyError, PerMillion, Price, Rates, Tier, Usd};
 pub use names::{
-    AdapterName, GroupName, KeyName, MAX_MODEL_NAME_BYTES, Secret, SourceName, expose_secret,
+    AdapterName, GroupName, KeyName, MAX_MODEL_NAME_BYTES, PolicyName, Secret, SourceName, expose_secret,
     listed_model_name_problem, mask,
 };
 pub use period::{Period, PeriodName, Quota, Usage};

@@ -46,6 +46,10 @@ name_type!(
     /// A route group: a key sees the routes of its group.
     GroupName
 );
+name_type!(
+    /// A policy's `name` under `policies:`, as keys, routes and sources attach it.
+    PolicyName
+);
 
 impl Default for GroupName {
     fn default() -> Self {

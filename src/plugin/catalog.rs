@@ -1,5 +1,5 @@
-//! Which adapters exist: the components embedded at build time, and the files an operator
-//! put in `adapter_dir`.
+//! Which adapters and policies exist: the components embedded at build time, and the files an
+//! operator put in `adapter_dir`.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +13,15 @@ pub const BUILTIN_ADAPTERS: &[(&str, &[u8])] = &[
     ("ollama", include_bytes!(concat!(env!("OUT_DIR"), "/guests/ollama.wasm"))),
     ("deepseek", include_bytes!(concat!(env!("OUT_DIR"), "/guests/deepseek.wasm"))),
     ("gemini", include_bytes!(concat!(env!("OUT_DIR"), "/guests/gemini.wasm"))),
+];
+
+/// Built-in policies (`wit/policy`), compiled from `plugins/` by build.rs; a config's
+/// `policies[].plugin` names one of these or a `.wasm` file.
+pub const BUILTIN_POLICIES: &[(&str, &[u8])] = &[
+    ("redact-pii", include_bytes!(concat!(env!("OUT_DIR"), "/guests/redact_pii.wasm"))),
+    ("block-secrets", include_bytes!(concat!(env!("OUT_DIR"), "/guests/block_secrets.wasm"))),
+    ("deny-list", include_bytes!(concat!(env!("OUT_DIR"), "/guests/deny_list.wasm"))),
+    ("limits", include_bytes!(concat!(env!("OUT_DIR"), "/guests/limits.wasm"))),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,6 +8,7 @@ mod engine;
 mod error;
 mod fetch;
 mod lua;
+mod policy;
 mod pool;
 mod session;
 
@@ -26,9 +27,12 @@ pub use bindings::{
     NativeResponse, Operation, SourceContext, StreamEvent, StreamFraming, StreamOutput,
 };
 pub use cache::CacheOutcome;
-pub use catalog::{AdapterOrigin, BUILTIN_ADAPTERS};
+pub use catalog::{AdapterOrigin, BUILTIN_ADAPTERS, BUILTIN_POLICIES};
 pub use error::{GuestCall, SandboxCause, SandboxError};
 pub use lua::BUNDLED_SCRIPTS;
+pub use policy::{
+    Context as PolicyContext, Denial, Finish, Hooks, MAX_HOLD_BACK, Outcome, PolicyFailure, PolicyPlugin, Verdict,
+};
 pub use session::{AdapterSession, GuestResult};
 
 use bindings::{ExportsPre, FullAdapterWorld, GuestState};
@@ -330,6 +334,7 @@ impl PluginHost {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| anyhow::anyhow!("linking WASI: {e}"))?;
         FullAdapterWorld::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |state| state)
             .map_err(|e| anyhow::anyhow!("linking host imports: {e}"))?;
+        policy::link(&mut linker).map_err(|e| anyhow::anyhow!("linking the policy imports: {e}"))?;
         let mut host = PluginHost {
             grants,
             cache: ComponentCache::new(cache_dir, &engine),

@@ -63,6 +63,9 @@ pub enum AttemptError {
         "the gateway could not open a connection to source `{source_name}`: {message} (the gateway's own limit: raise its open-file limit, `ulimit -n` or systemd's LimitNOFILE, or lower server.max_in_flight)"
     )]
     LocalResources { source_name: SourceName, message: String },
+    /// A policy refused the answer (or failed, with `on_error: closed`) after it began.
+    #[error("{message}")]
+    Policy { status: u16, code: String, message: String },
 }
 
 impl AttemptError {
@@ -81,6 +84,14 @@ impl AttemptError {
             AttemptError::Transport { .. } => (502, ErrorType::Upstream, Some("upstream_unreachable".into()), None),
             AttemptError::Timeout { .. } => (504, ErrorType::Upstream, Some("upstream_timeout".into()), None),
             AttemptError::LocalResources { .. } => (503, ErrorType::Overloaded, Some("gateway_full".into()), None),
+            AttemptError::Policy { status, code, .. } => {
+                let error_type = match status {
+                    403 => ErrorType::Permission,
+                    500..=599 => ErrorType::Api,
+                    _ => ErrorType::InvalidRequest,
+                };
+                (*status, error_type, Some(code.clone().into()), None)
+            }
             AttemptError::Upstream { kind, status, code: upstream_code, retry_after, .. } => {
                 let (fallback, error_type, code) = kind.client_view();
                 // The upstream's own status and code (`context_length_exceeded`,
@@ -114,7 +125,9 @@ impl AttemptError {
             | AttemptError::BadAdapterOutput { .. }
             | AttemptError::Transport { .. }
             | AttemptError::Timeout { .. } => Verdict::Cool(crate::domain::Failure::Transient),
-            AttemptError::Refused { .. } | AttemptError::LocalResources { .. } => Verdict::Client,
+            AttemptError::Refused { .. } | AttemptError::LocalResources { .. } | AttemptError::Policy { .. } => {
+                Verdict::Client
+            }
         }
     }
 

@@ -22,7 +22,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 pub use assemble::as_chunks;
 pub use error::{AttemptError, TimeoutPhase};
 pub use framing::{FrameError, split as split_events};
-pub use stream::{ChunkStream, OnEnd, OnWhole, Recorded, StreamEnd};
+pub use stream::{ChunkGuard, ChunkStream, OnEnd, OnWhole, Recorded, StreamEnd};
 pub use tally::{PromptSize, Tally, prompt_estimate};
 
 use crate::config::{Config, HttpVersion, ModelConfig, SourceConfig, SourceName};

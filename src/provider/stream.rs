@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::stream::{BoxStream, Stream, StreamExt};
 
 use super::framing::{EventStream, FrameError};
@@ -28,6 +29,17 @@ pub enum StreamEnd<'a> {
 /// Called exactly once when the stream ends (see [`StreamEnd`]), before the end reaches the
 /// client; when the client hangs up, as the stream is dropped.
 pub type OnEnd = Box<dyn FnOnce(StreamEnd<'_>) + Send>;
+
+/// A stage between the upstream and the client that may hold back, rewrite or end a stream's
+/// unified chunks (the policies); it sees every chunk, then the end, in order.
+pub trait ChunkGuard: Send + 'static {
+    /// One unified chunk: what to pass on now (nothing while text is held).
+    fn chunk(&mut self, chunk: String) -> BoxFuture<'_, Result<Vec<String>, AttemptError>>;
+    /// The upstream signalled its end: what is still held.
+    fn end(&mut self) -> BoxFuture<'_, Result<Vec<String>, AttemptError>>;
+    /// The upstream failed: nothing more comes.
+    fn failed(&mut self);
+}
 
 /// Given what a stream added up to, once it completed (never a cut, failed or abandoned one).
 pub type OnWhole = Box<dyn FnOnce(Recorded) + Send>;
@@ -65,6 +77,51 @@ pub struct ChunkStream {
     hide_usage: bool,
     /// Boxed: most streams record nothing, and a stream is moved about whole.
     recording: Option<Box<Recording>>,
+}
+
+/// A stream's pieces as they come out of its guard.
+struct Guarded {
+    inner: BoxStream<'static, Result<Piece, AttemptError>>,
+    guard: Box<dyn ChunkGuard>,
+    out: VecDeque<Piece>,
+    done: bool,
+}
+
+impl Guarded {
+    async fn next(mut self) -> Option<(Result<Piece, AttemptError>, Guarded)> {
+        loop {
+            if let Some(piece) = self.out.pop_front() {
+                return Some((Ok(piece), self));
+            }
+            if self.done {
+                return None;
+            }
+            let passed = match self.inner.next().await {
+                Some(Ok(Piece::Chunk(chunk))) => self.guard.chunk(chunk).await,
+                Some(Ok(other)) => {
+                    self.out.push_back(other);
+                    continue;
+                }
+                Some(Err(e)) => {
+                    self.done = true;
+                    self.guard.failed();
+                    return Some((Err(e), self));
+                }
+                None => {
+                    self.done = true;
+                    self.guard.end().await
+                }
+            };
+            match passed {
+                Ok(chunks) => self.out.extend(chunks.into_iter().map(Piece::Chunk)),
+                Err(e) => {
+                    self.done = true;
+                    self.out.clear();
+                    return Some((Err(e), self));
+                }
+            }
+        }
+    }
 }
 
 /// One item of the inner stream.
@@ -120,6 +177,15 @@ impl ChunkStream {
     /// for usage (the books need it), a client gets the chunk only when it asked too.
     pub fn hiding_usage(mut self, hide: bool) -> ChunkStream {
         self.hide_usage = hide;
+        self
+    }
+
+    /// Passes its unified chunks through `guard` before anything else sees them (the books,
+    /// the recording, the client); a guard's error ends the stream as an upstream's would.
+    pub fn guarded(mut self, guard: Box<dyn ChunkGuard>) -> ChunkStream {
+        let inner = std::mem::replace(&mut self.inner, futures::stream::empty().boxed());
+        let state = Guarded { inner, guard, out: VecDeque::new(), done: false };
+        self.inner = futures::stream::unfold(state, Guarded::next).boxed();
         self
     }
 

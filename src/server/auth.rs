@@ -48,6 +48,8 @@ pub struct KeyEntry {
     pub budget: Option<crate::domain::Budget>,
     /// Whether its answers are cached (`None`: as its route or sources say).
     pub cache: Option<bool>,
+    /// Policies its requests pass after the global ones (`keys[].policies`).
+    pub policies: Vec<crate::config::PolicyName>,
 }
 
 impl KeyEntry {
@@ -73,6 +75,7 @@ impl KeyTable {
             quota: k.quota(),
             budget: k.budget,
             cache: k.cache,
+            policies: k.policies.clone(),
         };
         let mut by_digest: HashMap<[u8; 32], KeyEntry> = config
             .keys

@@ -69,6 +69,8 @@ pub struct LogContext {
     pub mode: LogMode,
     pub fusion_id: Option<String>,
     pub stream: bool,
+    /// What policies did to the request (shared by all its rows); `None` with no policies.
+    pub trail: Option<std::sync::Arc<super::policy::Trail>>,
 }
 
 impl LogContext {
@@ -90,6 +92,7 @@ impl LogContext {
             mode,
             fusion_id: call.fusion_id.map(str::to_string),
             stream: call.stream,
+            trail: call.policed.map(|p| std::sync::Arc::clone(&p.trail)),
         }
     }
 
@@ -107,8 +110,19 @@ impl LogContext {
             stream: self.stream,
             fusion_id: self.fusion_id.clone(),
             replica: gw.shared.as_ref().map(|s| s.replica().to_string()),
+            policy: self.trail.as_ref().and_then(|t| t.summary()),
             ..LogRow::default()
         }
+    }
+
+    /// Logs a request a policy refused before any attempt (source `policy`).
+    pub fn refused(&self, gw: &Gateway, model: &str, started: Instant, error: &ApiError) {
+        let slot = SlotKey { source: crate::config::SourceName::new(POLICY_SOURCE), model: model.to_string() };
+        let mut row = self.row(gw, &slot, started);
+        row.status = Some(error.status.as_u16());
+        row.error = Some(error.code.as_deref().map_or_else(|| error.kind.as_str().to_string(), str::to_string));
+        row.message = Some(error.message.clone());
+        gw.log(row, self);
     }
 
     /// Logs a failed attempt.
@@ -125,6 +139,9 @@ fn fill_error(row: &mut LogRow, error: &AttemptError) {
     row.error = Some(api.code.map_or(api.kind.to_string(), Cow::into_owned));
     row.message = Some(api.message);
 }
+
+/// The source a row names when a policy refused the request before it went anywhere.
+pub const POLICY_SOURCE: &str = "policy";
 
 /// The books of one served answer, closed when it ends.
 pub struct Books {
@@ -146,6 +163,8 @@ pub struct Books {
     pub span: tracing::Span,
     /// How the answer is billed; `None` with `pricing.costs: false`.
     pub bill: Option<super::bill::Bill>,
+    /// A policy refused the whole answer: the row says so (its tokens are still charged).
+    pub refused: Option<ApiError>,
 }
 
 impl Books {
@@ -157,10 +176,18 @@ impl Books {
         row.first_byte_ms = Some(self.first_byte.as_millis() as u64);
         row.affinity_hit = self.affinity_hit;
         let (mut tally, bind) = match end {
-            StreamEnd::Complete(tally) => {
-                row.status = Some(200);
-                (tally, self.bind.take())
-            }
+            StreamEnd::Complete(tally) => match self.refused.take() {
+                None => {
+                    row.status = Some(200);
+                    (tally, self.bind.take())
+                }
+                Some(refusal) => {
+                    row.status = Some(refusal.status.as_u16());
+                    row.error = Some(refusal.code.map_or_else(|| refusal.kind.as_str().to_string(), Cow::into_owned));
+                    row.message = Some(refusal.message);
+                    (tally, None)
+                }
+            },
             StreamEnd::Abandoned(tally) => {
                 row.status = Some(499);
                 row.error = Some("client_closed".into());

@@ -106,6 +106,9 @@ pub struct Call<'a> {
     pub cost: &'a Arc<super::bill::RequestCost>,
     /// The most the client will pay per token (`x-switchyard-max-price`).
     pub max_price: Option<super::bill::MaxPrice>,
+    /// The policies over this request and what they did; set once the client's request has
+    /// passed its request hooks (calls made on its behalf keep it).
+    pub policed: Option<&'a super::policy::Policed>,
 }
 
 /// A call's request: the unified form, or (when the gateway cannot translate it) only the

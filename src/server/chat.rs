@@ -55,6 +55,7 @@ pub async fn chat_completions(
         fusion_id: None,
         cost: &Default::default(),
         max_price: crate::server::bill::MaxPrice::from_headers(&incoming.headers)?,
+        policed: None,
         native: Some(Native { protocol: Protocol::OpenAiChat, body: &bytes, headers: &incoming.headers }),
     };
     let reply = dispatch(gw, &key, call).await?;

@@ -19,12 +19,15 @@ use super::call::{Call, CallBody, Reply};
 use super::conversation::Conversation;
 use super::error::ApiError;
 use super::modes;
+use super::policy;
+use super::policy::{Chain, Origin, Policed};
 use super::report::Report;
 use super::scope::plan_candidates;
 use super::ticket::Ticket;
-use crate::config::RouteMode;
+use crate::config::{ModelKind, RouteMode};
 use crate::domain::{Failure, Verdict};
-use crate::provider::{AttemptError, Target};
+use crate::plugin::Outcome;
+use crate::provider::{AttemptError, Completion, Target};
 use crate::router::{self, Planned};
 use crate::scheduler::{Candidate, SlotKey, Timing, UnixMs};
 
@@ -48,7 +51,39 @@ async fn route_and_serve<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call
     let started = Instant::now();
     let (route, candidates, mode) = plan_candidates(key, &call)?;
     let label = super::scope::metric_label(&call, mode, &candidates);
+    // The client's chat request passes its policies before anything else: a refused one is
+    // answered from nowhere, not even the cache.
+    let (policed, rewritten);
+    let mut call = call;
+    if call.depth == 0 && call.kind == ModelKind::Chat && !gw.policies.is_empty() {
+        let chain = gw.policies.chain(key, route);
+        policed = Policed::new(chain, call.request_id, key, route.map(|r| r.alias.as_str()), call.model);
+        // What policies check is the unified form, and what they let through is translated.
+        let native = if policed.chain.is_empty() { call.native } else { None };
+        call = Call { policed: Some(&policed), native, ..call };
+    }
     let log = LogContext::of(&call, key, route.map(|r| r.alias.clone()), mode, label);
+    if let Some(policed) = call.policed.filter(|p| call.depth == 0 && !p.chain.is_empty()) {
+        let checked = match call.body.unified() {
+            Some(unified) => policed.check_request(gw, &policed.chain, None, unified).await,
+            None => Err(ApiError::invalid_request(format!(
+                "this request cannot be put in the form the gateway's policies check: {}",
+                call.body.untranslatable().unwrap_or_default()
+            ))
+            .code("policy_unsupported_request")),
+        };
+        match checked {
+            Ok(Some(text)) => {
+                rewritten = text;
+                call = Call { body: CallBody::Unified(&rewritten), ..call };
+            }
+            Ok(None) => {}
+            Err(refusal) => {
+                log.refused(gw, call.model, started, &refusal);
+                return Err(refusal);
+            }
+        }
+    }
     if let (Some(why), Some(RouteMode::Vision(_) | RouteMode::Fusion(_))) =
         (call.body.untranslatable(), route.map(|r| &r.mode))
     {
@@ -161,10 +196,34 @@ async fn serve(
 
     let mut report = Report::new(plan.skipped);
     let mut untranslatable = Vec::new();
+    // The last source whose policies refused the request: the client's answer if no source took it.
+    let mut refusal = None;
     for (attempt, candidate) in plan.candidates.into_iter().enumerate() {
         let slot = SlotKey::of(&candidate.resolved);
         let source = candidate.resolved.source;
         let Some(adapter) = gw.plugins.adapter(&source.adapter) else { continue };
+        let origin = Origin { source: source.name.as_str(), model: candidate.resolved.model.upstream_name() };
+        // The source's own policies: on the request before it goes there, on the answer after.
+        let (source_chain, checked) = match police_for_source(gw, call, source, origin).await {
+            Ok(checked) => checked,
+            Err(refused) => {
+                report.note(&candidate, format!("its policies refused the request: {}", refused.message));
+                refusal = Some(refused);
+                continue;
+            }
+        };
+        let policed_call;
+        let call = match &checked {
+            Some(body) => {
+                policed_call = Call { body: CallBody::Unified(body), native: None, ..*call };
+                &policed_call
+            }
+            None if !source_chain.is_empty() => {
+                policed_call = Call { native: None, ..*call };
+                &policed_call
+            }
+            None => call,
+        };
         let native = match attempt::fit(call, source, &adapter, &untranslatable) {
             Ok(native) => native,
             Err(why) => {
@@ -220,8 +279,12 @@ async fn serve(
                         image_variant: asked.image_variant.clone(),
                         request: call.cost.clone(),
                     }),
+                    refused: None,
                 };
-                return Ok(attempt::reply(name, call.kind, done, books));
+                return match call.policed {
+                    Some(policed) => police_answer(gw, call, policed, &source_chain, origin, done, books).await,
+                    None => Ok(attempt::reply(name, call.kind, done, books)),
+                };
             }
             Err(e) => {
                 let disposition = e.disposition();
@@ -259,11 +322,83 @@ async fn serve(
             }
         }
     }
+    if let Some(refusal) = refusal.filter(|_| report.failures == 0) {
+        return Err(refusal);
+    }
     let error = report.into_error(call.model, gw.scheduler.now());
     if error.code.as_deref() == Some(super::report::ALL_FAILED) {
         gw.notices.push(gw.scheduler.now(), call.model, &error.message);
     }
     Err(error)
+}
+
+/// The policies of `source` for this call, and the request they let go there (`None`:
+/// unchanged); their refusal when they refuse it.
+async fn police_for_source(
+    gw: &Gateway,
+    call: &Call<'_>,
+    source: &crate::config::SourceConfig,
+    origin: Origin<'_>,
+) -> Result<(Chain, Option<String>), ApiError> {
+    let Some(policed) = call.policed else { return Ok((Chain::default(), None)) };
+    let chain = gw.policies.of_source(source);
+    if chain.is_empty() {
+        return Ok((chain, None));
+    }
+    let Some(unified) = call.body.unified() else {
+        return Err(ApiError::invalid_request(format!(
+            "this request cannot be put in the form source `{}`'s policies check: {}",
+            source.name,
+            call.body.untranslatable().unwrap_or_default()
+        ))
+        .code("policy_unsupported_request"));
+    };
+    let checked = policed.check_request(gw, &chain, Some(origin), unified).await?;
+    Ok((chain, checked))
+}
+
+/// An answer through the policies over it (the source's, then the route's, the key's and the
+/// global ones): a stream passes their guard; a whole answer is checked before it is given,
+/// and one they refuse is still booked (its tokens were spent) but never reaches the client.
+async fn police_answer(
+    gw: &Arc<Gateway>,
+    call: &Call<'_>,
+    policed: &Policed,
+    source_chain: &Chain,
+    origin: Origin<'_>,
+    done: attempt::Done,
+    mut books: Books,
+) -> Result<Reply, ApiError> {
+    let chain = source_chain.then(&policed.chain);
+    let name = books.slot.source.clone();
+    if chain.is_empty() {
+        return Ok(attempt::reply(&name, call.kind, done, books));
+    }
+    match done {
+        attempt::Done::Stream(chunks) => {
+            let guarded = chunks.guarded(Box::new(policed.guard(gw, chain, origin)));
+            Ok(attempt::reply(&name, call.kind, attempt::Done::Stream(guarded), books))
+        }
+        attempt::Done::Whole(Completion::Unified(body)) => {
+            let checked = policed.check_answer(gw, &chain, origin, &body).await;
+            let tally = crate::provider::Tally::of_response(&body);
+            let outcome = if checked.is_ok() { Outcome::Complete } else { Outcome::Failed };
+            policed.finished(gw, &chain, origin, policy::finish(outcome, tally.prompt_tokens, tally.completion_tokens));
+            match checked {
+                Ok(rewritten) => {
+                    let body = rewritten.unwrap_or(body);
+                    Ok(attempt::reply(&name, call.kind, attempt::Done::Whole(Completion::Unified(body)), books))
+                }
+                Err(refusal) => {
+                    books.refused = Some(refusal.clone());
+                    drop(attempt::reply(&name, call.kind, attempt::Done::Whole(Completion::Unified(body)), books));
+                    Err(refusal)
+                }
+            }
+        }
+        // Never under policies (they turn pass-through off); given as it came.
+        whole @ attempt::Done::Whole(Completion::Native { .. }) => Ok(attempt::reply(&name, call.kind, whole, books)),
+    }
 }
 
 /// Each candidate's model entry (its identity: one entry per source and model) and price

@@ -55,6 +55,7 @@ pub async fn embeddings(
         fusion_id: None,
         cost: &Default::default(),
         max_price: crate::server::bill::MaxPrice::from_headers(&incoming.headers)?,
+        policed: None,
         native: None,
     };
     match dispatch(gw, &key, call).await?.answer {

@@ -110,6 +110,16 @@ struct CacheLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PolicyLabels {
+    /// A `policies[].name` (the config bounds them).
+    policy: String,
+    /// `request`, `answer` or `stream`.
+    hook: &'static str,
+    /// `rewrite`, `deny`, `failed_open` or `failed_closed`.
+    action: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SavedLabels {
     gen_ai_token_type: &'static str,
 }
@@ -185,6 +195,7 @@ pub struct Metrics {
     cache_requests: Family<CacheLabels, Counter>,
     cache_saved: Family<SavedLabels, Counter>,
     cache_saved_usd: UsdCounter,
+    policy_decisions: Family<PolicyLabels, Counter>,
     journal_backlog: Gauge,
     pool_capacity: Family<AdapterLabels, Gauge>,
     pool_idle: Family<AdapterLabels, Gauge>,
@@ -298,6 +309,12 @@ impl Metrics {
             "Requests the response cache was asked about, by result (hit, miss, bypass)",
             cache_requests.clone(),
         );
+        let policy_decisions = Family::<PolicyLabels, Counter>::default();
+        registry.register(
+            "switchyard_policy_decisions",
+            "What policies did other than allow, by policy, hook and action (rewrite, deny, failed_open, failed_closed)",
+            policy_decisions.clone(),
+        );
         let cache_saved = Family::<SavedLabels, Counter>::default();
         registry.register(
             "switchyard_cache_saved_tokens",
@@ -374,6 +391,7 @@ impl Metrics {
             cache_requests,
             cache_saved,
             cache_saved_usd,
+            policy_decisions,
             journal_backlog,
             pool_capacity,
             pool_idle,
@@ -497,6 +515,11 @@ impl Metrics {
         let spent = scheduler.key_used(account, budget.period).min(i64::MAX as u64) as i64;
         self.budget_spent.get_or_create(&labels).set(crate::domain::Usd::from_pico(spent).as_f64());
         self.budget_limit.get_or_create(&labels).set(budget.usd.as_f64());
+    }
+
+    /// A policy rewrote, refused or failed (see [`PolicyLabels`]).
+    pub fn policy_decision(&self, policy: &str, hook: &'static str, action: &'static str) {
+        self.policy_decisions.get_or_create(&PolicyLabels { policy: policy.to_string(), hook, action }).inc();
     }
 
     /// A request the response cache was asked about: `hit`, `miss` or `bypass`.

@@ -26,6 +26,7 @@ mod models;
 mod modes;
 mod notices;
 mod passthrough;
+mod policy;
 mod report;
 mod request;
 mod responses;
@@ -44,6 +45,7 @@ pub use auth::{KeyTable, ModelScope};
 pub use error::{ApiError, ErrorType};
 pub use listener::serve;
 pub use notices::{Notice, Notices};
+pub use policy::Policies;
 
 /// The admin API as a service, for operators' tools inside the process (the Telegram bot):
 /// the same routes, checks and logs as over HTTP, the admin token still required.
@@ -108,6 +110,8 @@ pub struct Gateway {
     pub price_table: Arc<crate::pricing::Table>,
     /// Whole answers kept for requests asked again (`cache`).
     pub cache: cache::ResponseCache,
+    /// The policy plugins (`policies:`), loaded at start.
+    pub policies: policy::Policies,
 }
 
 impl Gateway {
@@ -117,6 +121,7 @@ impl Gateway {
         scheduler: Scheduler,
         state: Arc<StateStore>,
         shared: Option<Arc<crate::shared::Shared>>,
+        policies: policy::Policies,
     ) -> anyhow::Result<Gateway> {
         let LoadedConfig { base, runtime: file, effective: config } = loaded;
         let settings = Arc::clone(&base.settings);
@@ -145,6 +150,7 @@ impl Gateway {
             stored_budget: Default::default(),
             price_table,
             cache,
+            policies,
         })
     }
 

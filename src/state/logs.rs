@@ -50,6 +50,7 @@ pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     super::schema::add_column(conn, "request_logs", "cost_estimated", "INTEGER NOT NULL DEFAULT 0")?;
     super::schema::add_column(conn, "request_logs", "cost_unknown", "INTEGER NOT NULL DEFAULT 0")?;
     super::schema::add_column(conn, "request_logs", "cache_hit", "INTEGER NOT NULL DEFAULT 0")?;
+    super::schema::add_column(conn, "request_logs", "policy", "TEXT")?;
     conn.execute_batch(INDEXES)
 }
 
@@ -102,15 +103,20 @@ pub struct LogRow {
     /// Answered from the response cache (source `cache`): nothing went upstream.
     #[serde(default)]
     pub cache_hit: bool,
+    /// What policies did to it: `NAME:HOOK:ACTION` entries joined by `, ` (e.g.
+    /// `pii:request:rewrite`); never the text they saw or changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 pub fn insert(conn: &Connection, r: &LogRow) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO request_logs (at_ms, request_id, key, route, mode, source, model, status, error, message,
              first_byte_ms, total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id,
-             usage_estimated, replica, tokens_cache_write, cost_pico, cost_estimated, cost_unknown, cache_hit)
+             usage_estimated, replica, tokens_cache_write, cost_pico, cost_estimated, cost_unknown, cache_hit,
+             policy)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,
-             ?23, ?24, ?25)",
+             ?23, ?24, ?25, ?26)",
     )?
     .execute(params![
         r.at_ms as i64,
@@ -137,7 +143,8 @@ pub fn insert(conn: &Connection, r: &LogRow) -> rusqlite::Result<()> {
         r.cost_usd.map(Usd::pico),
         r.cost_estimated,
         r.cost_unknown,
-        r.cache_hit
+        r.cache_hit,
+        r.policy
     ])?;
     Ok(())
 }
@@ -159,6 +166,8 @@ pub struct LogQuery {
     pub replica: Option<String>,
     /// `true`: only answers from the response cache; `false`: only the others.
     pub cache_hit: Option<bool>,
+    /// `true`: only rows a policy acted on (rewrote, refused, or failed); `false`: the others.
+    pub policy: Option<bool>,
     pub since_ms: Option<u64>,
     pub until_ms: Option<u64>,
     pub limit: Option<u32>,
@@ -202,6 +211,11 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
         Some(false) => clauses.push("cache_hit = 0"),
         None => {}
     }
+    match q.policy {
+        Some(true) => clauses.push("policy IS NOT NULL"),
+        Some(false) => clauses.push("policy IS NULL"),
+        None => {}
+    }
     match q.errors {
         Some(true) => clauses.push("error IS NOT NULL"),
         Some(false) => clauses.push("error IS NULL"),
@@ -224,7 +238,7 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
     let sql = format!(
         "SELECT id, at_ms, request_id, key, route, mode, source, model, status, error, message, first_byte_ms,
              total_ms, tokens_in, tokens_out, tokens_cached, stream, affinity_hit, fusion_id, usage_estimated, replica,
-             tokens_cache_write, cost_pico, cost_estimated, cost_unknown, cache_hit
+             tokens_cache_write, cost_pico, cost_estimated, cost_unknown, cache_hit, policy
          FROM request_logs{filter} ORDER BY id DESC LIMIT {limit} OFFSET {offset}"
     );
     let mut stmt = conn.prepare(&sql)?;
@@ -258,6 +272,7 @@ pub fn query(conn: &Connection, q: &LogQuery) -> rusqlite::Result<LogPage> {
                 cost_estimated: r.get(23)?,
                 cost_unknown: r.get(24)?,
                 cache_hit: r.get(25)?,
+                policy: r.get(26)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -39,6 +39,7 @@ mod openai_client;
 mod packaging;
 mod passthrough;
 mod plugin_host;
+mod policies;
 mod replicas;
 mod responses;
 mod routing;

@@ -2,6 +2,7 @@
 //! Every step collects errors instead of stopping at the first, so one run shows them all.
 
 mod keys;
+mod policies;
 mod prices;
 mod routes;
 mod settings;
@@ -109,6 +110,7 @@ const TOP_LEVEL: &[&str] = &[
     "adapters",
     "pricing",
     "cache",
+    "policies",
     "prices",
     "budgets",
     "keys",
@@ -290,6 +292,11 @@ pub fn with_runtime(base: &Config, runtime: &RuntimeFile, adapters: &[&str]) -> 
         chat: c.chain(&runtime.auto, "auto", &config, ModelKind::Chat),
         image: runtime.auto_image.as_ref().map(|slots| c.chain(slots, "auto_image", &config, ModelKind::Image)),
     };
+    let runtime_keys: Vec<KeyConfig> = runtime.keys.iter().map(|k| k.as_key_config()).collect();
+    c.check_policy_refs(
+        &base.settings.policies,
+        &policies::attached(&runtime_keys, &runtime.routes, &runtime.sources, ""),
+    );
     config.runtime_keys = runtime.keys.clone();
     config.source_templates = runtime.source_templates.clone();
     if c.errors.is_empty() { Ok(config) } else { Err(c.errors) }
@@ -371,6 +378,7 @@ impl Collector<'_> {
         known.extend(adapter_names(&settings.adapter_dir));
         self.check_sources(&sources, &known);
         self.check_routes(&routes, &routes, &sources);
+        self.check_policy_refs(&settings.policies, &policies::attached(&keys, &routes, &sources, ""));
         for (model, order) in &settings.priority_orders {
             for (i, name) in order.iter().enumerate() {
                 if !sources.iter().any(|s| &s.name == name) {

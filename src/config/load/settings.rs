@@ -99,6 +99,9 @@ impl Collector<'_> {
         if let Some((field, what, fix)) = cache.problem() {
             self.error(&format!("cache.{field}"), what, fix);
         }
+        let policies: Vec<crate::config::PolicyConfig> = self.list(top, "policies");
+        let sandbox_memory_mb = (sandbox.limits((body_limit_mb as usize) << 20).memory_bytes >> 20) as u64;
+        self.check_policies(&policies, sandbox_memory_mb);
         Settings {
             listen,
             admin_token,
@@ -126,6 +129,7 @@ impl Collector<'_> {
             adapters: adapter_policies,
             pricing,
             cache,
+            policies,
         }
     }
 

@@ -24,7 +24,7 @@ fn key_json(gw: &Gateway, k: &KeyConfig, id: Option<&str>, origin: &str, shown_k
     let tokens = Account::Tokens(k.name.clone());
     json!({
         "name": k.name, "origin": origin, "key": shown_key, "models": k.models, "group": k.group,
-        "token_quota": k.token_quota, "period": k.period, "hours": k.hours, "cache": k.cache,
+        "token_quota": k.token_quota, "period": k.period, "hours": k.hours, "cache": k.cache, "policies": k.policies,
         "used": quota.map(|q| gw.scheduler.key_used(&tokens, q.period)),
         "resets_at_ms": quota.and_then(|q| gw.scheduler.window_end(q.period)).map(|t| t.0),
         "budget": k.budget.map(|b| budget_json(gw, &Account::KeyUsd(k.name.clone()), &b)),
@@ -84,6 +84,8 @@ struct NewKey {
     hours: Option<u32>,
     budget: Option<Budget>,
     cache: Option<bool>,
+    #[serde(default)]
+    policies: Vec<crate::config::PolicyName>,
 }
 
 fn everything() -> Vec<String> {
@@ -112,6 +114,7 @@ pub async fn create(State(gw): State<Arc<Gateway>>, bytes: Bytes) -> Result<(Sta
         created_ms: gw.scheduler.now().0,
         budget: request.budget,
         cache: request.cache,
+        policies: request.policies,
     };
     let name = key.name.clone();
     gw.edit(|file, config| {

@@ -10,6 +10,7 @@ mod in_process;
 mod keys;
 mod money;
 mod openapi;
+mod policies;
 mod routes;
 mod settings;
 mod sources;
@@ -68,6 +69,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router<Arc<Gateway>> {
         .route("/spend", get(money::spend))
         .route("/budgets", get(money::budgets))
         .route("/cache", get(cache::show).delete(cache::purge))
+        .route("/policies", get(policies::list))
         .route("/openapi.json", get(openapi::document));
     // Keyway's paths for the same operations, so its tooling keeps working.
     let keyway = Router::new()

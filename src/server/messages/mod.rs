@@ -61,6 +61,7 @@ pub async fn messages(
         fusion_id: None,
         cost: &Default::default(),
         max_price: crate::server::bill::MaxPrice::from_headers(&incoming.headers)?,
+        policed: None,
         native: Some(native),
     };
     let reply = dispatch(gw, &key, call).await?;
@@ -129,6 +130,7 @@ pub async fn count_tokens(
         fusion_id: None,
         cost: &Default::default(),
         max_price: crate::server::bill::MaxPrice::from_headers(&incoming.headers)?,
+        policed: None,
         native: None,
     };
     let (route, candidates, mode) = super::scope::plan_candidates(&key, &call)?;
@@ -141,8 +143,10 @@ pub async fn count_tokens(
     };
     let native = Native { protocol: Protocol::AnthropicCountTokens, body: &bytes, headers: &incoming.headers };
     let plan = gw.scheduler.plan(candidates, call.model, None);
+    // Under policies the prompt is not sent anywhere unchecked: the gateway's estimate answers.
+    let policed = !gw.policies.is_empty();
     // A cooling source is not asked: a count proves nothing about its health either way.
-    for candidate in plan.candidates.iter().filter(|c| !c.probe && c.resolved.source.enabled) {
+    for candidate in plan.candidates.iter().filter(|c| !policed && !c.probe && c.resolved.source.enabled) {
         let source = candidate.resolved.source;
         let Some(adapter) = gw.plugins.adapter(&source.adapter) else { continue };
         let Some(names) = adapter.native_headers(Protocol::AnthropicCountTokens.as_str()) else { continue };

@@ -95,6 +95,7 @@ pub async fn responses(
         fusion_id: None,
         cost: &Default::default(),
         max_price: crate::server::bill::MaxPrice::from_headers(&incoming.headers)?,
+        policed: None,
         native: Some(Native { protocol: Protocol::OpenAiResponses, body: &forwarded, headers: &incoming.headers }),
     };
     let echo = encode::Echo {

@@ -1,0 +1,273 @@
+//! Policy plugins end to end, with the built-in components in the real sandbox: personal data
+//! redacted on the way up, in whole answers and across the chunks of a stream (OpenAI and
+//! Anthropic clients), secrets refused before they leave in each client's protocol, a key's
+//! limits and a source's deny-list, decisions in the log rows, the metrics and the admin API,
+//! and a config that names what does not exist refused at start.
+
+use serde_json::{Value, json};
+use switchyard::state::LogQuery;
+
+use crate::support::gateway::shared_cache;
+use crate::support::{KEY, MockUpstream, TestGateway, anthropic_events, assemble, openai_events};
+
+const PLAIN_KEY: &str = "sk-test-gateway-key-plain-0001";
+
+/// An email split across the two chunks the mock streams this model's text in.
+const SAYS_EMAIL: &str = "say:Write to alice.smith@example.com today";
+
+fn config(mock: &MockUpstream) -> String {
+    format!(
+        "listen: 127.0.0.1:0\ndata_dir: {{data}}\ncache_dir: {cache}\n\
+         policies:\n\
+         \x20 - {{name: pii, plugin: redact-pii, global: true}}\n\
+         \x20 - {{name: secrets, plugin: block-secrets}}\n\
+         \x20 - {{name: caps, plugin: limits, settings: {{max_tokens: '256', allowed_tools: lookup}}}}\n\
+         \x20 - {{name: words, plugin: deny-list, settings: {{words: 'project bluebird'}}}}\n\
+         keys:\n\
+         \x20 - {{name: tester, key: {KEY}, models: ['*'], policies: [secrets, caps]}}\n\
+         \x20 - {{name: plain, key: {PLAIN_KEY}, models: ['*']}}\n\
+         sources:\n\
+         \x20 - {{name: mock, base_url: '{url}', api_key: sk-upstream-secret-0123456789, stream_whole_answers: false,\n\
+         \x20     models: [{{name: fixture}}, {{name: '{SAYS_EMAIL}'}}]}}\n\
+         \x20 - {{name: guarded, base_url: '{url}', api_key: sk-upstream-secret-0123456789, policies: [words],\n\
+         \x20     models: [{{name: guarded-model, upstream: fixture}}]}}\n",
+        cache = shared_cache().display(),
+        url = mock.url,
+    )
+}
+
+async fn chat_as(gw: &TestGateway, key: &str, body: &Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", gw.url))
+        .bearer_auth(key)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn rows_of(gw: &TestGateway, request_id: &str) -> Vec<switchyard::state::LogRow> {
+    let query = LogQuery { request_id: Some(request_id.to_string()), ..LogQuery::default() };
+    gw.gateway.state.query_logs(&query).unwrap().rows
+}
+
+fn request_id(response: &reqwest::Response) -> String {
+    response.headers()["x-request-id"].to_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn personal_data_is_redacted_going_up_in_whole_answers_and_across_stream_chunks() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&config(&mock)).await;
+
+    // On the way up: the upstream never sees the card or the address.
+    let asked = json!({"model": "fixture", "messages": [{"role": "user",
+        "content": "My card is 4111 1111 1111 1111, write to bob@example.com"}]});
+    let response = chat_as(&gw, PLAIN_KEY, &asked).await;
+    assert_eq!(response.status(), 200);
+    let id = request_id(&response);
+    let sent = mock.state.requests().last().unwrap().body["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(!sent.contains("4111") && !sent.contains("bob@example.com"), "sent upstream: {sent}");
+    assert!(sent.contains("[CARD]") && sent.contains("[EMAIL]"), "sent upstream: {sent}");
+    let rows = rows_of(&gw, &id);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].policy.as_deref(), Some("pii:request:rewrite"));
+    assert!(!format!("{rows:?}").contains("bob@"), "the row never holds the redacted text");
+
+    // A whole answer.
+    let whole: Value =
+        chat_as(&gw, PLAIN_KEY, &json!({"model": SAYS_EMAIL, "messages": [{"role": "user", "content": "hi"}]}))
+            .await
+            .json()
+            .await
+            .unwrap();
+    assert_eq!(whole["choices"][0]["message"]["content"], "Write to [EMAIL] today");
+
+    // A stream whose address arrives in two chunks: held back, caught whole, never sent.
+    let streamed = json!({"model": SAYS_EMAIL, "stream": true, "stream_options": {"include_usage": true},
+        "messages": [{"role": "user", "content": "hi"}]});
+    let response = chat_as(&gw, PLAIN_KEY, &streamed).await;
+    let id = request_id(&response);
+    let (events, done) = openai_events(&response.text().await.unwrap());
+    assert!(done);
+    let pieces: Vec<&str> = events.iter().filter_map(|e| e["choices"][0]["delta"]["content"].as_str()).collect();
+    assert!(pieces.iter().all(|p| !p.contains("alice") && !p.contains("example.com")), "{pieces:?}");
+    let answer = assemble(&events);
+    assert_eq!(answer.content, "Write to [EMAIL] today");
+    assert_eq!(answer.finish.as_deref(), Some("stop"));
+    assert!(answer.usage.is_some(), "usage still comes");
+    let rows = rows_of(&gw, &id);
+    assert_eq!(rows[0].status, Some(200));
+    assert_eq!(rows[0].policy.as_deref(), Some("pii:stream:rewrite"));
+
+    // An Anthropic client streaming the same: its own events, the same redaction.
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/messages", gw.url))
+        .header("x-api-key", PLAIN_KEY)
+        .header("anthropic-version", "2023-06-01")
+        .json(&json!({"model": SAYS_EMAIL, "max_tokens": 100, "stream": true, "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    let events = anthropic_events(&response.text().await.unwrap());
+    let text: String = events.iter().filter_map(|(_, data)| data["delta"]["text"].as_str()).collect();
+    assert_eq!(text, "Write to [EMAIL] today");
+    assert_eq!(events.last().map(|(name, _)| name.as_str()), Some("message_stop"));
+
+    // Counted in the metrics, by policy, hook and action.
+    let metrics = gw.scrape_metrics().await.text().await.unwrap();
+    for hook in ["request", "answer", "stream"] {
+        let line = format!("switchyard_policy_decisions_total{{policy=\"pii\",hook=\"{hook}\",action=\"rewrite\"}}");
+        assert!(metrics.contains(&line), "{line} in\n{metrics}");
+    }
+}
+
+#[tokio::test]
+async fn a_secret_is_refused_before_it_leaves_in_each_clients_protocol() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&config(&mock)).await;
+    let leaky = "deploy with AKIAIOSFODNN7EXAMPLE please";
+
+    let response =
+        chat_as(&gw, KEY, &json!({"model": "fixture", "messages": [{"role": "user", "content": leaky}]})).await;
+    assert_eq!(response.status(), 400);
+    let id = request_id(&response);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "secret_detected");
+    assert_eq!(error["error"]["type"], "invalid_request_error");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("AWS"), "names the kind of secret: {message}");
+    assert!(!message.contains("AKIAIOSFODNN7EXAMPLE"), "never the secret itself");
+    assert!(mock.state.requests().is_empty(), "nothing went upstream");
+    let rows = rows_of(&gw, &id);
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].source.as_str(), rows[0].status), ("policy", Some(400)));
+    assert_eq!(rows[0].policy.as_deref(), Some("secrets:request:deny"));
+
+    // An Anthropic client gets Anthropic's error shape.
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/messages", gw.url))
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2023-06-01")
+        .json(&json!({"model": "fixture", "max_tokens": 100, "messages": [{"role": "user", "content": leaky}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["type"], "error");
+    assert_eq!(error["error"]["type"], "invalid_request_error");
+    assert!(error["error"]["message"].as_str().unwrap().contains("AWS"));
+
+    // A Responses client, its own.
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/responses", gw.url))
+        .bearer_auth(KEY)
+        .json(&json!({"model": "fixture", "input": leaky}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "secret_detected");
+    assert!(mock.state.requests().is_empty(), "still nothing went upstream");
+
+    // The policy is the key's: another key's request goes (global redaction aside).
+    let response =
+        chat_as(&gw, PLAIN_KEY, &json!({"model": "fixture", "messages": [{"role": "user", "content": leaky}]})).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(mock.state.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_keys_limits_and_a_sources_deny_list_hold() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&config(&mock)).await;
+
+    let greedy = json!({"model": "fixture", "max_tokens": 100000, "messages": [{"role": "user", "content": "hi"}]});
+    let response = chat_as(&gw, KEY, &greedy).await;
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "max_tokens_too_high");
+
+    let tools = json!({"model": "fixture", "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "delete_everything", "parameters": {"type": "object"}}}]});
+    let response = chat_as(&gw, KEY, &tools).await;
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "tool_not_allowed");
+    assert!(error["error"]["message"].as_str().unwrap().contains("delete_everything"));
+    assert!(mock.state.requests().is_empty());
+
+    // Within the limits it is served.
+    let modest = json!({"model": "fixture", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]});
+    assert_eq!(chat_as(&gw, KEY, &modest).await.status(), 200);
+
+    // The source `guarded` takes nothing about the project, from any key; other requests it serves.
+    let secret_project =
+        json!({"model": "guarded-model", "messages": [{"role": "user", "content": "Status of Project Bluebird?"}]});
+    let response = chat_as(&gw, PLAIN_KEY, &secret_project).await;
+    assert_eq!(response.status(), 400);
+    let id = request_id(&response);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "content_denied");
+    assert_eq!(mock.state.requests().len(), 1, "the refused request never reached the source");
+    let row = rows_of(&gw, &id);
+    assert!(row.is_empty() || row.iter().all(|r| r.status != Some(200)));
+    let fine = json!({"model": "guarded-model", "messages": [{"role": "user", "content": "Status of the release?"}]});
+    assert_eq!(chat_as(&gw, PLAIN_KEY, &fine).await.status(), 200);
+    assert_eq!(mock.state.requests().len(), 2);
+
+    // The admin API lists what is loaded.
+    let listed = gw.admin_json(&gw.admin_token(), "/admin/api/policies").await;
+    let names: Vec<&str> = listed["policies"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["caps", "pii", "secrets", "words"]);
+    let pii = &listed["policies"][1];
+    assert_eq!((pii["global"].as_bool(), pii["on_error"].as_str()), (Some(true), Some("closed")));
+    assert_eq!(pii["hooks"], json!(["request", "answer", "stream"]));
+}
+
+#[tokio::test]
+async fn a_config_naming_a_policy_that_does_not_exist_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.yaml");
+    let cases = [
+        (
+            "policies: [{name: p, plugin: redact-everything}]\n",
+            "policies[0].plugin",
+            "neither a built-in policy nor a `.wasm` file",
+        ),
+        (
+            "keys: [{name: k, key: sk-test-gateway-key-0001, models: ['*'], policies: [nope]}]\n",
+            "keys[0].policies[0]",
+            "no policy named `nope`",
+        ),
+        ("policies: [{name: p, plugin: limits}, {name: p, plugin: deny-list}]\n", "policies[1].name", "used twice"),
+    ];
+    for (yaml, field, message) in cases {
+        std::fs::write(&file, format!("data_dir: {}\n{yaml}", dir.path().display())).unwrap();
+        let Err(error) = switchyard::startup::load_config(&file) else { panic!("refused: {yaml}") };
+        let error = error.to_string();
+        assert!(error.contains(field) && error.contains(message), "{field} / {message} in:\n{error}");
+    }
+
+    // A component that is not a policy (an adapter) is named at start, with the world it lacks.
+    let adapter = crate::support::gateway::guest_wasm("openai");
+    std::fs::write(
+        &file,
+        format!(
+            "data_dir: {d}\npolicies: [{{name: wrong, plugin: '{w}'}}]\n",
+            d = dir.path().display(),
+            w = adapter.display()
+        ),
+    )
+    .unwrap();
+    let config = switchyard::startup::load_config(&file).unwrap();
+    let Err(error) =
+        switchyard::startup::build_with_clock(config, std::sync::Arc::new(switchyard::scheduler::SystemClock)).await
+    else {
+        panic!("an adapter is not a policy")
+    };
+    let error = format!("{error:#}");
+    assert!(error.contains("`wrong`") && error.contains("policy-world"), "{error}");
+}
