@@ -18,6 +18,7 @@ const GUESTS: &[&str] = &[
     "block_secrets",
     "deny_list",
     "limits",
+    "hostile_policy",
 ];
 
 fn main() {

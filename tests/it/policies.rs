@@ -271,3 +271,86 @@ async fn a_config_naming_a_policy_that_does_not_exist_is_refused_at_start() {
     let error = format!("{error:#}");
     assert!(error.contains("`wrong`") && error.contains("policy-world"), "{error}");
 }
+
+/// One key per misbehaviour of the hostile policy fixture, each failing closed unless named open.
+fn hostile_config(mock: &MockUpstream) -> String {
+    let wasm = crate::support::gateway::guest_wasm("hostile_policy");
+    let policy = |name: &str, mode: &str, extra: &str| {
+        format!("  - {{name: {name}, plugin: '{}', settings: {{mode: {mode}}}{extra}}}\n", wasm.display())
+    };
+    let key = |name: &str| {
+        format!("  - {{name: {name}, key: sk-test-policy-{name}-000000, models: ['*'], policies: [{name}]}}\n")
+    };
+    let names = ["trap", "trap-open", "spin", "hoard", "not-json", "stopper"];
+    format!(
+        "listen: 127.0.0.1:0\ndata_dir: {{data}}\ncache_dir: {cache}\npolicies:\n{p}keys:\n{k}sources:\n\
+         \x20 - {{name: mock, base_url: '{url}', api_key: sk-upstream-secret-0123456789,\n\
+         \x20     models: [{{name: fixture}}, {{name: 'say:Go on then STOP here'}}]}}\n",
+        p = [
+            policy("trap", "trap", ""),
+            policy("trap-open", "trap", ", on_error: open"),
+            policy("spin", "loop", ", cpu_ms: 20"),
+            policy("hoard", "grow", ", memory_mb: 16"),
+            policy("not-json", "not-json", ""),
+            policy("stopper", "stop-stream", ""),
+        ]
+        .concat(),
+        k = names.iter().map(|n| key(n)).collect::<String>(),
+        cache = shared_cache().display(),
+        url = mock.url,
+    )
+}
+
+#[tokio::test]
+async fn a_failing_policy_refuses_or_passes_as_its_on_error_says_and_is_bounded() {
+    let mock = MockUpstream::start().await;
+    let gw = TestGateway::start(&hostile_config(&mock)).await;
+    let ask = json!({"model": "fixture", "messages": [{"role": "user", "content": "hi"}]});
+    let key = |name: &str| format!("sk-test-policy-{name}-000000");
+
+    // A trap, a CPU loop, unbounded memory and a rewrite that is not JSON: each refused 503
+    // `policy_failed` (on_error: closed), none reaching the upstream, each in its row.
+    for name in ["trap", "spin", "hoard", "not-json"] {
+        let response = chat_as(&gw, &key(name), &ask).await;
+        assert_eq!(response.status(), 503, "{name}");
+        let id = request_id(&response);
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["error"]["code"], "policy_failed", "{name}");
+        assert!(error["error"]["message"].as_str().unwrap().contains(&format!("`{name}`")));
+        let rows = rows_of(&gw, &id);
+        assert_eq!(rows[0].policy.as_deref(), Some(format!("{name}:request:failed_closed").as_str()));
+    }
+    assert!(mock.state.requests().is_empty());
+
+    // on_error: open passes the request on, and says so in its row.
+    let response = chat_as(&gw, &key("trap-open"), &ask).await;
+    assert_eq!(response.status(), 200);
+    let rows = rows_of(&gw, &request_id(&response));
+    assert_eq!(rows[0].policy.as_deref(), Some("trap-open:request:failed_open"));
+    assert_eq!(mock.state.requests().len(), 1);
+
+    // A failed instance is dropped, never reused: the next call gets a fresh one.
+    assert_eq!(chat_as(&gw, &key("trap"), &ask).await.status(), 503);
+    assert_eq!(chat_as(&gw, &key("trap-open"), &ask).await.status(), 200);
+
+    // A stream a policy ends: the text before passes, then an error event, and no [DONE].
+    let streamed =
+        json!({"model": "say:Go on then STOP here", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    let response = chat_as(&gw, &key("stopper"), &streamed).await;
+    let id = request_id(&response);
+    let body = response.text().await.unwrap();
+    let events: Vec<Value> = body
+        .split_terminator("\n\n")
+        .map(|e| serde_json::from_str(e.strip_prefix("data: ").unwrap()).unwrap())
+        .collect();
+    let text: String = events.iter().filter_map(|e| e["choices"][0]["delta"]["content"].as_str()).collect();
+    assert_eq!(text, "Go on then", "{body}");
+    assert!(!body.contains("data: [DONE]"), "{body}");
+    let last = body.split_terminator("\n\n").last().unwrap();
+    let error: Value = serde_json::from_str(last.strip_prefix("data: ").unwrap()).unwrap();
+    assert_eq!(error["error"]["code"], "stopped_by_policy");
+    let rows = rows_of(&gw, &id);
+    assert_eq!(rows[0].status, Some(451));
+    assert_eq!(rows[0].policy.as_deref(), Some("stopper:stream:deny"));
+    assert!(rows[0].tokens_out.is_some(), "what was generated is still counted");
+}
