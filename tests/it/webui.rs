@@ -56,6 +56,7 @@ fn gateway_config(dir: &std::path::Path, upstream: &str) -> String {
     format!(
         "admin_token: {ADMIN}\nruntime_file: {dir}/runtime.yaml\nadapter_dir: {dir}/adapters\n\
          channel_selection: order\n\
+         policies: [{{name: secrets, plugin: block-secrets}}]\n\
          sources:\n\
          \x20 - {{name: alpha, base_url: '{upstream}', api_key: sk-alpha-secret-0123456789, models: [{{name: gpt-4o-mini}}]}}\n\
          \x20 - {{name: beta, base_url: '{upstream}', api_key: sk-beta-secret-0123456789, models: [{{name: gpt-4o-mini}}]}}\n",

@@ -112,7 +112,7 @@ function LogRowView({ r, child, group: g, expanded, onToggle, onOpen, now }) {
     <td class="trunc" title=${r.key}>${r.key}</td>
     <td class="nowrap"><span class="tag">${r.mode}</span>${r.route ? html` <span class="wrap-any">${r.route}</span>` : null}
       ${g && g.children.length ? html` <${Pill} kind="info" title=${`fusion ${r.fusion_id}`}>fusion ×${g.children.length + 1}<//>` : null}</td>
-    <td class="trunc" title=${r.cache_hit ? 'answered from the response cache' : `${r.source}/${r.model}`}>${r.cache_hit ? html`<${Pill} kind="ok">cache hit<//> ` : null}<span>${r.source || '—'}</span><span class="faint"> / </span><span>${r.model || '—'}</span></td>
+    <td class="trunc" title=${r.cache_hit ? 'answered from the response cache' : `${r.source}/${r.model}`}>${r.cache_hit ? html`<${Pill} kind="ok">cache hit<//> ` : null}${r.policy ? html`<${Pill} kind="warn" title=${`policies: ${r.policy}`}>policy<//> ` : null}<span>${r.source || '—'}</span><span class="faint"> / </span><span>${r.model || '—'}</span></td>
     <td class="num nowrap">${tokens(r)}</td>
     <td class="num nowrap">${cost(r)}</td>
     <td class="num nowrap">${fmtMs(r.first_byte_ms)}</td>
@@ -151,6 +151,7 @@ function Detail({ row: r, onClose }) {
       ['Stream', yes(r.stream)],
       ['Affinity hit', yes(r.affinity_hit)],
       ['Cache hit', yes(r.cache_hit)],
+      ['Policies', r.policy ? html`<code data-testid="log-policy">${r.policy}</code>` : '—'],
       ['Fusion id', r.fusion_id ? html`<code>${r.fusion_id}</code>` : '—'],
       ['Row id', String(r.id)],
     ]} />

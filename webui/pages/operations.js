@@ -109,6 +109,23 @@ function ResponseCache() {
   <//>`;
 }
 
+/** The policies the gateway runs: what each checks and what its failure means. */
+function Policies() {
+  const list = useApi('/policies');
+  let body;
+  if (list.error && !list.data) body = html`<${ErrorBox} error=${list.error} onRetry=${list.reload} />`;
+  else if (!list.data) body = html`<${Loading} />`;
+  else if (!list.data.policies.length) body = html`<p class="muted">None: <code>policies:</code> in the config defines them.</p>`;
+  else body = html`<${KV} items=${list.data.policies.map((p) => [
+    p.name,
+    html`<span data-testid=${`policy-${p.name}`}>${p.component} ${p.version} · ${p.hooks.join(', ')}${p.global ? ' · every request' : ''} · fails ${p.on_error}</span>`,
+  ])} />`;
+  return html`<${Card} title="Policies">
+    <p class="muted">Checks and rewrites on requests and answers; keys, routes and sources attach them (<a href="#/keys">Keys</a>).</p>
+    ${body}
+  <//>`;
+}
+
 export default function OperationsPage() {
   const list = useApi('/sources');
   const [run, busy] = useAction();
@@ -129,6 +146,7 @@ export default function OperationsPage() {
         all="Reset stats" one="Reset source stats" done="Scores reset" />
       <${ChannelSelection} />
       <${ResponseCache} />
+      <${Policies} />
     </div>
   </div>`;
 }

@@ -1,0 +1,49 @@
+// Policies: a key created in the Keys page with the `secrets` policy attached has a request
+// carrying an AWS key refused before it leaves; the Logs page marks the row and its detail
+// names the decision; the Operations page lists the policies the gateway runs.
+import assert from 'node:assert/strict';
+
+export default async function (ctx) {
+  const keys = await ctx.page();
+  await keys.goto(`${ctx.env.gateway}/ui/#/keys`);
+  await keys.reload();
+  await keys.getByRole('button', { name: 'Create key' }).click();
+  const create = keys.getByRole('dialog');
+  await create.getByLabel('Name').fill('policed-ui');
+  await create.getByRole('group', { name: 'Policies' }).getByLabel(/^secrets/).check();
+  await create.getByRole('button', { name: 'Create key' }).click();
+  await create.getByRole('heading', { name: 'Key policed-ui created' }).waitFor();
+  const key = await create.getByLabel('New key').inputValue();
+  await create.getByRole('button', { name: 'Done' }).click();
+  assert.deepEqual((await ctx.admin('GET', '/keys/policed-ui')).policies, ['secrets']);
+  await keys.close();
+  try {
+    const res = await fetch(`${ctx.env.gateway}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'use AKIAIOSFODNN7EXAMPLE' }] }),
+    });
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).error.code, 'secret_detected');
+
+    const page = await ctx.page();
+    await page.goto(`${ctx.env.gateway}/ui/#/logs?key=policed-ui`);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Logs' }).waitFor();
+    const pill = page.getByText('policy', { exact: true }).first();
+    await pill.waitFor();
+    await pill.click();
+    const decision = page.getByTestId('log-policy');
+    await decision.waitFor();
+    assert.equal(await decision.innerText(), 'secrets:request:deny');
+    await ctx.shot(page, 'logs-policy');
+
+    await page.goto(`${ctx.env.gateway}/ui/#/operations`);
+    await page.getByRole('heading', { level: 1, name: 'Operations' }).waitFor();
+    const listed = page.getByTestId('policy-secrets');
+    await listed.waitFor();
+    assert.match(await listed.innerText(), /block-secrets .*request, answer, stream.*fails closed/);
+  } finally {
+    await ctx.admin('DELETE', '/keys/policed-ui');
+  }
+}
