@@ -173,3 +173,64 @@ async fn a_trap_loses_the_sessions_on_its_instance_with_a_clear_error_and_no_oth
     drop(next);
     assert_eq!(adapter.pool_stats().instances, 1, "the failed instance was let go");
 }
+
+/// A WIT file as `wit/released.txt` digests it: comments and white space removed.
+fn wit_digest(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let code: String = text.lines().map(|line| line.split("//").next().unwrap_or_default()).collect();
+    let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    Sha256::digest(code.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn released_wit_versions_never_change_in_place() {
+    let wit = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("wit");
+    let released = std::fs::read_to_string(wit.join("released.txt")).unwrap();
+    let entries: Vec<Vec<&str>> =
+        released.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).map(|l| l.split(' ').collect()).collect();
+    assert!(entries.len() >= 2, "the adapter and policy packages are released");
+    for entry in entries {
+        let [package, file, digest] = entry[..] else { panic!("a line of wit/released.txt: {entry:?}") };
+        let text = std::fs::read_to_string(wit.join(file)).unwrap();
+        let version = package.rsplit_once('@').unwrap().1;
+        assert!(text.contains(&format!("package {package};")), "{file} still declares {package}");
+        assert_eq!(
+            wit_digest(&text),
+            digest,
+            "{file} ({package}) changed, and version {version} is released: put the change in a new version \
+             beside it (docs/policies.md, \"Versions\") and keep this one loading"
+        );
+    }
+}
+
+#[tokio::test]
+async fn components_built_against_each_released_version_keep_loading() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/released");
+    let (host, _) = PluginHost::load(SandboxLimits::default(), None, None, Default::default()).await.unwrap();
+
+    // switchyard:adapter@0.1.0: the openai adapter as built when that version was released.
+    let wasm = std::fs::read(fixtures.join("adapter-0.1.0-openai.wasm")).unwrap();
+    let name = AdapterName::new("released-openai");
+    let adapter =
+        host.check(&name, switchyard::plugin::AdapterOrigin::File("released-openai.wasm".into()), &wasm).await.unwrap();
+    let mut session = adapter.open_session(&context()).await.unwrap();
+    let request = session.transform_request(UNIFIED).await.unwrap().unwrap();
+    assert_eq!(request.url, "http://127.0.0.1:9/v1/chat/completions");
+
+    // switchyard:policy@0.1.0: the limits policy as built then.
+    let wasm = std::fs::read(fixtures.join("policy-0.1.0-limits.wasm")).unwrap();
+    let policy = host.load_policy("released-limits", &wasm, SandboxLimits::default()).await.unwrap();
+    assert!(policy.has(switchyard::plugin::Hooks::REQUEST));
+    let context = switchyard::plugin::PolicyContext {
+        request_id: "r".into(),
+        key: "k".into(),
+        route: None,
+        requested_model: "m".into(),
+        source: None,
+        resolved_model: None,
+        settings: vec![("max_tokens".into(), "10".into())],
+    };
+    let verdict = policy.on_request(&context, r#"{"model":"m","max_tokens":99,"messages":[]}"#).await.unwrap();
+    let switchyard::plugin::Verdict::Deny(denial) = verdict else { panic!("{verdict:?}") };
+    assert_eq!((denial.status, denial.code.as_str()), (400, "max_tokens_too_high"));
+}
