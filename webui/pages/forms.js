@@ -1,7 +1,7 @@
 // Form pieces and helpers shared by the sources, adapters, priority, routes, keys and spend
 // pages (what ui.js does not have). Everything is rendered as text through htm; no innerHTML.
 import { html, useState, useCallback } from '../lib.js';
-import { Field, IconButton, Button, HealthTag, Modal, fmtTime, fmtAgo, fmtTokens } from '../ui.js';
+import { Field, IconButton, Button, HealthTag, Modal, fmtTime, fmtAgo, fmtTokens, useApi } from '../ui.js';
 
 // ---------------------------------------------------------------------------------------------
 // Inputs (each one labelled through ui.js's Field, so getByLabel finds it)
@@ -98,6 +98,27 @@ export function budgetPeriodText(period) {
  * BudgetInputs({value: {usd, period}, onChange, hint}) → the amount in USD (kept as the typed
  * decimal string: money is never turned into a float) and its period.
  */
+/**
+ * PolicyPicker({value, onChange, hint}) → checkboxes for the policies that are not global (the
+ * global ones apply everywhere already); nothing when there are none.
+ */
+export function PolicyPicker({ value, onChange, hint }) {
+  const defined = useApi('/policies');
+  const attachable = (defined.data?.policies ?? []).filter((p) => !p.global);
+  if (!attachable.length) return null;
+  return html`<fieldset class="fieldset">
+    <legend>Policies</legend>
+    <div class="row check-list">
+      ${attachable.map((p) => html`<label key=${p.name} class="check">
+        <input type="checkbox" checked=${value.includes(p.name)}
+          onChange=${(e) => onChange(e.currentTarget.checked ? [...value, p.name] : value.filter((n) => n !== p.name))} />
+        <span>${p.name} <span class="muted small">${p.component} · ${p.hooks.join(', ')}</span></span>
+      </label>`)}
+    </div>
+    <p class="small muted">${hint}</p>
+  </fieldset>`;
+}
+
 export function BudgetInputs({ value, onChange, hint = 'USD; empty: no budget' }) {
   const set = (k) => (v) => onChange({ ...value, [k]: v });
   const known = BUDGET_PERIOD_OPTIONS.some((o) => o.value === value.period);

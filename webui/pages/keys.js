@@ -7,7 +7,7 @@ import {
 } from '../ui.js';
 import {
   TextInput, SelectInput, QuotaInputs, quotaBody, FormError, ConfirmAction, useSubmit, newFormId, str, enc, periodText,
-  modelCatalog, UsageBar, Chips, copyText, BudgetInputs, budgetBody, BudgetBar,
+  modelCatalog, UsageBar, Chips, copyText, BudgetInputs, budgetBody, BudgetBar, PolicyPicker,
 } from './forms.js';
 
 const CACHE_CHOICES = [
@@ -80,9 +80,6 @@ function CreateDialog({ options, onCreated, onClose }) {
   const [budget, setBudget] = useState({ usd: '', period: 'month' });
   const [cache, setCache] = useState('');
   const [policies, setPolicies] = useState([]);
-  const defined = useApi('/policies');
-  // Global policies apply to every key already; the others are attached here.
-  const attachable = (defined.data?.policies ?? []).filter((p) => !p.global);
   const { busy, error, submit } = useSubmit();
   const [formId] = useState(newFormId);
   const groups = [...new Set(options.routes.map((r) => r.group))];
@@ -114,17 +111,8 @@ function CreateDialog({ options, onCreated, onClose }) {
           hint="repeated requests answered from the cache (over its routes' and sources' say)" />
       </div>
       <${ScopePicker} value=${models} onChange=${setModels} models=${options.models} routes=${options.routes} />
-      ${attachable.length ? html`<fieldset class="fieldset">
-        <legend>Policies</legend>
-        <div class="row check-list">
-          ${attachable.map((p) => html`<label key=${p.name} class="check">
-            <input type="checkbox" checked=${policies.includes(p.name)}
-              onChange=${(e) => setPolicies(e.currentTarget.checked ? [...policies, p.name] : policies.filter((n) => n !== p.name))} />
-            <span>${p.name} <span class="muted small">${p.component} · ${p.hooks.join(', ')}</span></span>
-          </label>`)}
-        </div>
-        <p class="small muted">Checks this key's requests and answers pass after the global policies.</p>
-      </fieldset>` : null}
+      <${PolicyPicker} value=${policies} onChange=${setPolicies}
+        hint="Checks this key's requests and answers pass after the global policies." />
       <${QuotaInputs} value=${quota} onChange=${setQuota} />
       <${BudgetInputs} value=${budget} onChange=${setBudget} />
       <p class="small muted">Past its quota or budget in a period the key gets 429 until the window rolls over.</p>

@@ -8,7 +8,7 @@ import {
 } from '../ui.js';
 import {
   TextInput, NumberInput, SelectInput, FormError, ConfirmAction, useSubmit, newFormId, parseNumber, str, enc,
-  healthIndex, slotKey, SlotHealth, modelCatalog,
+  healthIndex, slotKey, SlotHealth, modelCatalog, PolicyPicker,
 } from './forms.js';
 
 const MODES = [
@@ -48,6 +48,7 @@ function toForm(r) {
     providers: (r?.providers ?? []).map((p) => ({ source: p.source, model: p.model, priority: str(p.priority), enabled: p.enabled !== false })),
     cache: r?.cache === true ? 'on' : r?.cache === false ? 'off' : '',
     semantic_cache: r?.semantic_cache === true,
+    policies: r?.policies ?? [],
   };
 }
 
@@ -63,6 +64,7 @@ function routeBody(f) {
   const body = { alias, group: f.group.trim() || 'default', mode: f.mode };
   if (f.cache) body.cache = f.cache === 'on';
   if (f.semantic_cache) body.semantic_cache = true;
+  if (f.policies.length) body.policies = f.policies;
   body.providers = f.providers.map((p, i) => {
     if (!p.source || !p.model) throw new Error(`Provider ${i + 1}: choose a source and a model`);
     return { source: p.source, model: p.model, priority: parseNumber(`Provider ${i + 1} priority`, p.priority, { int: true }) ?? 0, enabled: p.enabled };
@@ -141,6 +143,8 @@ function RouteDialog({ route, routes, sources, onSaved, onClose }) {
           hint="repeated requests answered from the cache (a key's own setting wins)" />
         <div class="field"><${Toggle} label="Semantic cache (paraphrases)" checked=${form.semantic_cache} onChange=${set('semantic_cache')} /></div>
       </div>
+      <${PolicyPicker} value=${form.policies} onChange=${set('policies')}
+        hint="Checks this route's requests and answers pass after the global and the key's." />
       ${!isNew && (form.alias !== route.alias || form.group !== route.group)
         ? html`<p class="small muted" role="note">Changing the alias or the group gives the route (and its providers) new ids.</p>` : null}
       ${form.mode === 'adapter' ? html`<fieldset class="fieldset"><legend>Vision (adapter mode)</legend><div class="form-grid">

@@ -1,6 +1,7 @@
 // Policies: a key created in the Keys page with the `secrets` policy attached has a request
 // carrying an AWS key refused before it leaves; the Logs page marks the row and its detail
-// names the decision; the Operations page lists the policies the gateway runs.
+// names the decision; the Operations page lists the policies the gateway runs; a route made
+// in the Routes page with the policy attached refuses the same for the gateway's own key.
 import assert from 'node:assert/strict';
 
 export default async function (ctx) {
@@ -43,7 +44,30 @@ export default async function (ctx) {
     const listed = page.getByTestId('policy-secrets');
     await listed.waitFor();
     assert.match(await listed.innerText(), /block-secrets .*request, answer, stream.*fails closed/);
+
+    // A route made in the Routes page with the policy attached refuses the same for any key.
+    await page.getByRole('navigation').getByRole('link', { name: 'Routes' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Routes' }).waitFor();
+    await page.getByRole('button', { name: 'Add route' }).click();
+    const routeDialog = page.getByRole('dialog');
+    await routeDialog.getByLabel('Alias').fill('policed-route');
+    await routeDialog.getByRole('group', { name: 'Policies' }).getByLabel(/^secrets/).check();
+    await routeDialog.getByRole('button', { name: 'Add provider' }).click();
+    await routeDialog.getByLabel('Provider 1 source').selectOption('alpha');
+    await routeDialog.getByRole('button', { name: 'Add route' }).click();
+    await routeDialog.waitFor({ state: 'detached' });
+    const route = (await ctx.admin('GET', '/routes')).routes.find((r) => r.alias === 'policed-route');
+    assert.deepEqual(route.policies, ['secrets'], JSON.stringify(route));
+    const viaRoute = await fetch(`${ctx.env.gateway}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${ctx.env.gatewayKey}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'policed-route', messages: [{ role: 'user', content: 'use AKIAIOSFODNN7EXAMPLE' }] }),
+    });
+    assert.equal(viaRoute.status, 400);
+    assert.equal((await viaRoute.json()).error.code, 'secret_detected');
   } finally {
     await ctx.admin('DELETE', '/keys/policed-ui');
+    const route = (await ctx.admin('GET', '/routes')).routes.find((r) => r.alias === 'policed-route');
+    if (route) await ctx.admin('DELETE', `/routes/${encodeURIComponent(route.id)}`);
   }
 }
