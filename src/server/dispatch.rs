@@ -281,7 +281,7 @@ async fn serve(
                     }),
                     refused: None,
                 };
-                return match call.policed {
+                return match call.policed.filter(|_| call.kind == ModelKind::Chat) {
                     Some(policed) => police_answer(gw, call, policed, &source_chain, origin, done, books).await,
                     None => Ok(attempt::reply(name, call.kind, done, books)),
                 };
@@ -340,7 +340,10 @@ async fn police_for_source(
     source: &crate::config::SourceConfig,
     origin: Origin<'_>,
 ) -> Result<(Chain, Option<String>), ApiError> {
-    let Some(policed) = call.policed else { return Ok((Chain::default(), None)) };
+    // Policies check chat: embeddings and images pass them by.
+    let Some(policed) = call.policed.filter(|_| call.kind == ModelKind::Chat) else {
+        return Ok((Chain::default(), None));
+    };
     let chain = gw.policies.of_source(source);
     if chain.is_empty() {
         return Ok((chain, None));
@@ -371,10 +374,11 @@ async fn police_answer(
 ) -> Result<Reply, ApiError> {
     let chain = source_chain.then(&policed.chain);
     let name = books.slot.source.clone();
-    if chain.is_empty() {
-        return Ok(attempt::reply(&name, call.kind, done, books));
-    }
     match done {
+        // No hook of the chain reads this kind of answer: it passes untouched (and unparsed).
+        done if !chain.reads(matches!(done, attempt::Done::Stream(_))) => {
+            Ok(attempt::reply(&name, call.kind, done, books))
+        }
         attempt::Done::Stream(chunks) => {
             let guarded = chunks.guarded(Box::new(policed.guard(gw, chain, origin)));
             Ok(attempt::reply(&name, call.kind, attempt::Done::Stream(guarded), books))

@@ -33,15 +33,33 @@ export function setting(settings, key) {
 }
 
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const WORD = /[\p{L}\p{N}_]/u;
 
-/** One phrase as a pattern: any run of whitespace between its words, and whole words at
- *  either end (a boundary only where the phrase starts or ends with a letter or digit). */
-export function phrasePattern(phrase) {
-  const words = phrase.trim().split(/\s+/u).map(escape);
-  const start = WORD.test(phrase.trim()[0] || '') ? '(?<![\\p{L}\\p{N}_])' : '';
-  const end = WORD.test(phrase.trim().slice(-1)) ? '(?![\\p{L}\\p{N}_])' : '';
-  return `${start}${words.join('\\s+')}${end}`;
+/** A letter or digit: an ASCII one, `_`, or any character with an upper and a lower case.
+ *  (componentize-js's engine is built without Unicode property escapes: no `\p{L}`.) */
+export function isWordChar(c) {
+  if (c === undefined || c === '') return false;
+  return /[0-9A-Za-z_]/.test(c) || c.toLowerCase() !== c.toUpperCase();
+}
+
+/** One phrase as a matcher: any run of whitespace between its words, any case, and whole
+ *  words at either end (a boundary checked only where the phrase starts or ends with a letter
+ *  or digit, so `c++ mode` works). */
+export function phraseMatcher(phrase) {
+  const trimmed = phrase.trim();
+  const chars = Array.from(trimmed);
+  const re = new RegExp(trimmed.split(/\s+/u).map(escape).join('\\s+'), 'giu');
+  const start = isWordChar(chars[0]);
+  const end = isWordChar(chars[chars.length - 1]);
+  return (text) => {
+    re.lastIndex = 0;
+    for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+      const before = Array.from(text.slice(Math.max(0, m.index - 2), m.index)).pop();
+      const after = Array.from(text.slice(m.index + m[0].length, m.index + m[0].length + 2))[0];
+      if ((!start || !isWordChar(before)) && (!end || !isWordChar(after))) return true;
+      re.lastIndex = m.index + 1;
+    }
+    return false;
+  };
 }
 
 /** The policy's settings, read and checked. Throws Misconfigured. */
@@ -67,8 +85,8 @@ export function config(settings) {
       throw new Misconfigured(`\`status\` is \`${s}\`; it must be an HTTP status from 400 to 599`);
     }
   }
-  const pattern = new RegExp(`(?:${phrases.map(phrasePattern).join('|')})`, 'iu');
-  return { pattern, roles: new Set(roles), status };
+  const matchers = phrases.map(phraseMatcher);
+  return { matches: (text) => matchers.some((m) => m(text)), roles: new Set(roles), status };
 }
 
 /** The last settings read: the host calls with the same settings every time. */
@@ -114,7 +132,7 @@ export function findInjection(request, cfg) {
     const message = messages[i];
     const role = message && typeof message.role === 'string' ? message.role.toLowerCase() : '';
     if (!cfg.roles.has(role)) continue;
-    if (textsOf(message).some((text) => cfg.pattern.test(text))) return i + 1;
+    if (textsOf(message).some((text) => cfg.matches(text))) return i + 1;
   }
   return 0;
 }

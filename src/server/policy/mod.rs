@@ -61,6 +61,12 @@ impl Chain {
         self.0.iter().filter(move |p| p.plugin.has(hook))
     }
 
+    /// Whether a hook of it reads a streamed answer (`stream`) or a whole one.
+    pub fn reads(&self, stream: bool) -> bool {
+        let hooks = if stream { Hooks::STREAM | Hooks::FINISH } else { Hooks::ANSWER | Hooks::FINISH };
+        self.0.iter().any(|p| p.plugin.metadata().hooks.intersects(hooks))
+    }
+
     /// The most streamed text any of its stream hooks asks to be held back.
     fn hold_back(&self) -> usize {
         self.with(Hooks::STREAM).map(|p| p.plugin.hold_back()).max().unwrap_or(0)
