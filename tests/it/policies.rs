@@ -15,6 +15,9 @@ const PLAIN_KEY: &str = "sk-test-gateway-key-plain-0001";
 /// An email split across the two chunks the mock streams this model's text in.
 const SAYS_EMAIL: &str = "say:Write to alice.smith@example.com today";
 
+/// An answer carrying an AWS access key id.
+const SAYS_SECRET: &str = "say:Your key is AKIAIOSFODNN7EXAMPLE";
+
 fn config(mock: &MockUpstream) -> String {
     format!(
         "listen: 127.0.0.1:0\ndata_dir: {{data}}\ncache_dir: {cache}\n\
@@ -28,7 +31,7 @@ fn config(mock: &MockUpstream) -> String {
          \x20 - {{name: plain, key: {PLAIN_KEY}, models: ['*']}}\n\
          sources:\n\
          \x20 - {{name: mock, base_url: '{url}', api_key: sk-upstream-secret-0123456789, stream_whole_answers: false,\n\
-         \x20     models: [{{name: fixture}}, {{name: '{SAYS_EMAIL}'}}]}}\n\
+         \x20     models: [{{name: fixture}}, {{name: '{SAYS_EMAIL}'}}, {{name: '{SAYS_SECRET}'}}]}}\n\
          \x20 - {{name: guarded, base_url: '{url}', api_key: sk-upstream-secret-0123456789, policies: [words],\n\
          \x20     models: [{{name: guarded-model, upstream: fixture}}]}}\n",
         cache = shared_cache().display(),
@@ -172,11 +175,36 @@ async fn a_secret_is_refused_before_it_leaves_in_each_clients_protocol() {
     assert_eq!(error["error"]["code"], "secret_detected");
     assert!(mock.state.requests().is_empty(), "still nothing went upstream");
 
+    // An answer carrying a secret is refused too: generated (and charged), never given.
+    let asked = json!({"model": SAYS_SECRET, "messages": [{"role": "user", "content": "my key?"}]});
+    let response = chat_as(&gw, KEY, &asked).await;
+    assert_eq!(response.status(), 400);
+    let id = request_id(&response);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("secret_detected") && !text.contains("AKIAIOSFODNN7EXAMPLE"), "{text}");
+    assert_eq!(mock.state.requests().len(), 1, "the request went; its answer did not come back");
+    let rows = rows_of(&gw, &id);
+    assert_eq!((rows[0].source.as_str(), rows[0].status), ("mock", Some(400)));
+    assert_eq!(rows[0].error.as_deref(), Some("secret_detected"));
+    assert_eq!(rows[0].policy.as_deref(), Some("secrets:answer:deny"));
+    assert!(rows[0].tokens_out.unwrap() > 0, "its tokens are counted");
+    // Streamed, the answer ends in an error event before the key's text is released.
+    let streamed = json!({"model": SAYS_SECRET, "stream": true, "messages": [{"role": "user", "content": "my key?"}]});
+    let body = chat_as(&gw, KEY, &streamed).await.text().await.unwrap();
+    let events: Vec<Value> = body
+        .split_terminator("\n\n")
+        .map(|e| serde_json::from_str(e.strip_prefix("data: ").unwrap()).unwrap())
+        .collect();
+    let text: String = events.iter().filter_map(|e| e["choices"][0]["delta"]["content"].as_str()).collect();
+    assert!(!text.contains("AKIA"), "{body}");
+    assert_eq!(events.last().unwrap()["error"]["code"], "secret_detected", "{body}");
+    let before = mock.state.requests().len();
+
     // The policy is the key's: another key's request goes (global redaction aside).
     let response =
         chat_as(&gw, PLAIN_KEY, &json!({"model": "fixture", "messages": [{"role": "user", "content": leaky}]})).await;
     assert_eq!(response.status(), 200);
-    assert_eq!(mock.state.requests().len(), 1);
+    assert_eq!(mock.state.requests().len(), before + 1);
 }
 
 #[tokio::test]
