@@ -15,6 +15,9 @@ const PLAIN_KEY: &str = "sk-test-gateway-key-plain-0001";
 /// An email split across the two chunks the mock streams this model's text in.
 const SAYS_EMAIL: &str = "say:Write to alice.smith@example.com today";
 
+/// An email split across three chunks (the mock's `say3:` streams thirds).
+const SAYS_EMAIL_IN_THREE: &str = "say3:Mail alice.smith@example.com now";
+
 /// An answer carrying an AWS access key id.
 const SAYS_SECRET: &str = "say:Your key is AKIAIOSFODNN7EXAMPLE";
 
@@ -31,7 +34,7 @@ fn config(mock: &MockUpstream) -> String {
          \x20 - {{name: plain, key: {PLAIN_KEY}, models: ['*']}}\n\
          sources:\n\
          \x20 - {{name: mock, base_url: '{url}', api_key: sk-upstream-secret-0123456789, stream_whole_answers: false,\n\
-         \x20     models: [{{name: fixture}}, {{name: '{SAYS_EMAIL}'}}, {{name: '{SAYS_SECRET}'}}]}}\n\
+         \x20     models: [{{name: fixture}}, {{name: '{SAYS_EMAIL}'}}, {{name: '{SAYS_SECRET}'}}, {{name: '{SAYS_EMAIL_IN_THREE}'}}]}}\n\
          \x20 - {{name: guarded, base_url: '{url}', api_key: sk-upstream-secret-0123456789, policies: [words],\n\
          \x20     models: [{{name: guarded-model, upstream: fixture}}]}}\n",
         cache = shared_cache().display(),
@@ -102,6 +105,15 @@ async fn personal_data_is_redacted_going_up_in_whole_answers_and_across_stream_c
     let rows = rows_of(&gw, &id);
     assert_eq!(rows[0].status, Some(200));
     assert_eq!(rows[0].policy.as_deref(), Some("pii:stream:rewrite"));
+
+    // Split across three chunks: each third alone shows no address, the whole does.
+    let streamed = json!({"model": SAYS_EMAIL_IN_THREE, "stream": true, "stream_options": {"include_usage": true},
+        "messages": [{"role": "user", "content": "hi"}]});
+    let (events, done) = openai_events(&chat_as(&gw, PLAIN_KEY, &streamed).await.text().await.unwrap());
+    assert!(done);
+    let answer = assemble(&events);
+    assert_eq!(answer.content, "Mail [EMAIL] now");
+    assert_eq!(answer.usage.as_ref().unwrap()["prompt_tokens"], 10, "usage is counted and passed on");
 
     // An Anthropic client streaming the same: its own events, the same redaction.
     let response = reqwest::Client::new()
@@ -323,7 +335,8 @@ fn hostile_config(mock: &MockUpstream) -> String {
             policy("stopper", "stop-stream", ""),
         ]
         .concat(),
-        k = names.iter().map(|n| key(n)).collect::<String>(),
+        k = names.iter().map(|n| key(n)).collect::<String>()
+            + "  - {name: bystander, key: sk-test-policy-bystander-000000, models: ['*']}\n",
         cache = shared_cache().display(),
         url = mock.url,
     )
@@ -335,6 +348,16 @@ async fn a_failing_policy_refuses_or_passes_as_its_on_error_says_and_is_bounded(
     let gw = TestGateway::start(&hostile_config(&mock)).await;
     let ask = json!({"model": "fixture", "messages": [{"role": "user", "content": "hi"}]});
     let key = |name: &str| format!("sk-test-policy-{name}-000000");
+
+    // A policy spinning on one key's requests holds up no other key's.
+    let (spin, bystander) = (key("spin"), key("bystander"));
+    let spinning = (0..4).map(|_| chat_as(&gw, &spin, &ask));
+    let bystanders = (0..8).map(|_| chat_as(&gw, &bystander, &ask));
+    let (spun, served) = tokio::join!(futures::future::join_all(spinning), futures::future::join_all(bystanders));
+    assert!(spun.iter().all(|r| r.status() == 503));
+    assert!(served.iter().all(|r| r.status() == 200));
+    let upstream_before = mock.state.requests().len();
+    assert_eq!(upstream_before, 8);
 
     // A trap, a CPU loop, unbounded memory and a rewrite that is not JSON: each refused 503
     // `policy_failed` (on_error: closed), none reaching the upstream, each in its row.
@@ -348,14 +371,14 @@ async fn a_failing_policy_refuses_or_passes_as_its_on_error_says_and_is_bounded(
         let rows = rows_of(&gw, &id);
         assert_eq!(rows[0].policy.as_deref(), Some(format!("{name}:request:failed_closed").as_str()));
     }
-    assert!(mock.state.requests().is_empty());
+    assert_eq!(mock.state.requests().len(), upstream_before, "none of them went upstream");
 
     // on_error: open passes the request on, and says so in its row.
     let response = chat_as(&gw, &key("trap-open"), &ask).await;
     assert_eq!(response.status(), 200);
     let rows = rows_of(&gw, &request_id(&response));
     assert_eq!(rows[0].policy.as_deref(), Some("trap-open:request:failed_open"));
-    assert_eq!(mock.state.requests().len(), 1);
+    assert_eq!(mock.state.requests().len(), upstream_before + 1);
 
     // A failed instance is dropped, never reused: the next call gets a fresh one.
     assert_eq!(chat_as(&gw, &key("trap"), &ask).await.status(), 503);

@@ -274,6 +274,9 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
     if let Some(text) = model.strip_prefix("say:") {
         return said(&model, text, streaming);
     }
+    if let Some(text) = model.strip_prefix("say3:") {
+        return said_in(&model, text, streaming, 3);
+    }
     if model == "call-last-tool" {
         return called_last_tool(&body, streaming);
     }
@@ -351,6 +354,11 @@ use futures::StreamExt;
 
 /// A chat completion (or its stream) whose answer is `text`, 10 + len/4 tokens.
 fn said(model: &str, text: &str, streaming: bool) -> Response {
+    said_in(model, text, streaming, 2)
+}
+
+/// `text` as a whole answer, or streamed in `pieces` pieces of (about) equal length.
+fn said_in(model: &str, text: &str, streaming: bool, pieces: usize) -> Response {
     let usage = serde_json::json!({"prompt_tokens": 10, "completion_tokens": text.len() / 4, "total_tokens": 10 + text.len() / 4});
     if !streaming {
         let body = serde_json::json!({"id": "chatcmpl-said", "object": "chat.completion", "created": 1, "model": model,
@@ -369,10 +377,10 @@ fn said(model: &str, text: &str, streaming: bool) -> Response {
         serde_json::json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]),
         Value::Null,
     )];
-    // Two pieces, so streaming is visible.
-    let mid = text.char_indices().nth(text.chars().count() / 2).map_or(text.len(), |(i, _)| i);
-    let (a, b) = text.split_at(mid);
-    for piece in [a, b] {
+    // Several pieces, so streaming is visible.
+    let chars: Vec<char> = text.chars().collect();
+    let cut = |i: usize| i * chars.len() / pieces;
+    for piece in (0..pieces).map(|i| chars[cut(i)..cut(i + 1)].iter().collect::<String>()) {
         events.push(chunk(
             serde_json::json!([{"index": 0, "delta": {"content": piece}, "finish_reason": null}]),
             Value::Null,
