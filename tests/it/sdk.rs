@@ -22,7 +22,7 @@ async fn the_official_sdks_read_every_answer_the_gateway_gives() {
         url = mock.url
     );
     let gw = TestGateway::start(&config_with(&sources)).await;
-    let out = run_sdk_script(&gw, "official.mjs").await;
+    let out = run_sdk_script(&gw.url, "official.mjs").await;
 
     assert_eq!(out["text"]["output_text"], "\n\nHello there, how may I assist you today?");
     assert_eq!(
@@ -86,13 +86,13 @@ async fn the_official_sdks_read_every_answer_the_gateway_gives() {
     assert_eq!(out["counted"], json!({"input_tokens": 2095}));
 }
 
-/// Runs `script` (under tests/browser/sdk) against `gw`; what it printed.
-async fn run_sdk_script(gw: &TestGateway, script: &str) -> Value {
+/// Runs `script` (under tests/browser/sdk) against the gateway at `url`; what it printed.
+async fn run_sdk_script(url: &str, script: &str) -> Value {
     let browser = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
     assert!(browser.join("node_modules/openai").is_dir(), "run `npm ci --prefix tests/browser`, as .ci/run does");
     let run = tokio::process::Command::new("node")
         .arg(browser.join("sdk").join(script))
-        .env("GATEWAY", &gw.url)
+        .env("GATEWAY", url)
         .env("KEY", KEY)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -117,7 +117,7 @@ async fn the_official_sdks_read_cache_hits_as_they_read_live_answers() {
         url = mock.url
     );
     let gw = TestGateway::start(&config_with(&sources)).await;
-    let out = run_sdk_script(&gw, "cached.mjs").await;
+    let out = run_sdk_script(&gw.url, "cached.mjs").await;
 
     let chat = &out["chat"];
     assert_eq!((chat["live"]["cache"].as_str(), chat["hit"]["cache"].as_str()), (Some("miss"), Some("hit")), "{chat}");
@@ -158,4 +158,45 @@ async fn the_official_sdks_read_cache_hits_as_they_read_live_answers() {
     );
     assert_ne!(responses["hit"]["id"], responses["hit"]["live_id"], "a hit is a new stored turn of its own");
     assert_eq!(mock.state.requests().len(), 4, "one upstream call per protocol (two for Anthropic's modes)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_sdks_see_policies_redact_and_refuse_through_the_real_binary() {
+    let mock = MockUpstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let rest = format!(
+        "policies:\n\
+         \x20 - {{name: pii, plugin: redact-pii, global: true}}\n\
+         \x20 - {{name: secrets, plugin: block-secrets, global: true}}\n\
+         sources:\n\
+         \x20 - {{name: oai, base_url: '{url}', stream_whole_answers: false,\n\
+         \x20     models: [{{name: fixture}}, {{name: 'say3:Mail alice.smith@example.com now'}}]}}\n",
+        url = mock.url
+    );
+    let gateway = crate::support::binary::Binary::start(dir.path(), &rest);
+    let out = run_sdk_script(&gateway.url, "policed.mjs").await;
+
+    let requests = mock.state.requests();
+    let first = requests[0].body["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(first, "Card [CARD], mail [EMAIL]", "what the upstream got");
+    assert_eq!(out["whole"]["finish"], "stop", "{out}");
+
+    let stream = &out["stream"];
+    assert_eq!(stream["text"], "Mail [EMAIL] now", "{stream}");
+    assert!(stream["pieces"].as_array().unwrap().iter().all(|p| !p.as_str().unwrap().contains("alice")));
+    assert_eq!(stream["finish"], "stop");
+    assert_eq!(stream["usage"]["prompt_tokens"], 10, "usage counted and passed on: {stream}");
+
+    for sdk in ["openai", "anthropic"] {
+        let refused = &out[sdk];
+        assert_eq!(
+            (refused["refused"].as_bool(), refused["status"].as_u64()),
+            (Some(true), Some(400)),
+            "{sdk}: {refused}"
+        );
+        assert!(refused["message"].as_str().unwrap().contains("AWS"), "{sdk}: {refused}");
+    }
+    assert_eq!(out["openai"]["code"], "secret_detected");
+    assert_eq!(out["anthropic"]["type"], "invalid_request_error");
+    assert_eq!(mock.state.requests().len(), 2, "the refused requests never went upstream");
 }
