@@ -1,6 +1,6 @@
 //! The `switchyard` command: `switchyard [--config FILE]` serves; `switchyard check` validates;
 //! `switchyard health` asks a running one; `switchyard adapter new|check|test` are the adapter
-//! author's tools.
+//! author's tools, `switchyard policy new|check|test` the policy author's.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,6 +46,39 @@ enum Command {
     /// Tools for adapter authors: start a project, check a component, replay recorded cases.
     #[command(subcommand)]
     Adapter(AdapterCommand),
+    /// Tools for policy authors: start a project, check a component, replay recorded cases.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Write a buildable starting project for policy NAME (the WIT included).
+    New {
+        name: String,
+        #[arg(long, value_enum)]
+        lang: Language,
+        /// Where to write it (default: ./NAME).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Load FILE (.wasm or a built-in's name) as the gateway would; print its hooks, costs and problems.
+    Check {
+        file: String,
+        /// A policy setting the sample calls are made with, as KEY=VALUE (repeatable).
+        #[arg(long = "setting", value_parser = key_value)]
+        settings: Vec<(String, String)>,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+    /// Replay the recorded policy cases in DIR through FILE (.wasm or a built-in's name), offline.
+    Test {
+        file: String,
+        #[arg(long)]
+        cases: PathBuf,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
 }
 
 #[derive(Subcommand)]
@@ -83,10 +116,10 @@ enum AdapterCommand {
 
 #[derive(clap::Args)]
 struct LimitArgs {
-    /// Memory cap per instance in MiB, as `adapters.NAME.memory_mb` would set it.
+    /// Memory cap per instance in MiB, as `adapters.NAME.memory_mb` (a policy's `memory_mb`) would set it.
     #[arg(long)]
     memory_mb: Option<u32>,
-    /// CPU bound per call in ms, as `adapters.NAME.cpu_ms_per_call` would set it.
+    /// CPU bound per call in ms, as `adapters.NAME.cpu_ms_per_call` (a policy's `cpu_ms`) would set it.
     #[arg(long)]
     cpu_ms: Option<u64>,
     /// Where compiled components are cached between runs (default: ~/.cache/switchyard).
@@ -108,6 +141,10 @@ fn main() -> ExitCode {
         // The author's tools say what they wait for (a compile) and nothing else unasked.
         switchyard::logging::init_at(Default::default(), None, "warn,switchyard::plugin::cache=info");
         return runtime.block_on(adapter_command(command));
+    }
+    if let Some(Command::Policy(command)) = cli.command {
+        switchyard::logging::init_at(Default::default(), None, "warn,switchyard::plugin::cache=info");
+        return runtime.block_on(policy_command(command));
     }
     let peek = switchyard::logging::peek(&cli.config);
     let exporter = match peek.telemetry.as_ref().map(|t| switchyard::telemetry::provider(t, runtime.handle().clone())) {
@@ -132,7 +169,7 @@ fn main() -> ExitCode {
             let url = url.unwrap_or_else(|| format!("http://{}", loopback(config.settings().listen)));
             runtime.block_on(health(&url))
         }
-        Command::Adapter(_) => unreachable!("handled before the config is read"),
+        Command::Adapter(_) | Command::Policy(_) => unreachable!("handled before the config is read"),
         Command::Serve => {
             if let Some(t) = &peek.telemetry {
                 tracing::info!(endpoint = %t.otlp_endpoint, "exporting traces over OTLP");
@@ -192,6 +229,62 @@ async fn adapter_command(command: AdapterCommand) -> ExitCode {
             Err(code) => code,
         },
     }
+}
+
+async fn policy_command(command: PolicyCommand) -> ExitCode {
+    match command {
+        PolicyCommand::New { name, lang, dir } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            match authoring::new_project_of(authoring::Kind::Policy, &name, lang, &dir) {
+                Ok(files) => {
+                    for file in &files {
+                        println!("wrote {}", file.display());
+                    }
+                    println!(
+                        "next: cd {} && ./build.sh, then switchyard policy test {name}.wasm --cases cases",
+                        dir.display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        PolicyCommand::Check { file, settings, limits } => match load_policy_for_author(&file, &limits).await {
+            Ok(loaded) => {
+                let shown =
+                    std::path::Path::new(&file).file_name().map_or(file.clone(), |f| f.to_string_lossy().into());
+                if authoring::check_policy(&loaded, &shown, settings).await {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            Err(code) => code,
+        },
+        PolicyCommand::Test { file, cases, limits } => match load_policy_for_author(&file, &limits).await {
+            Ok(loaded) => match authoring::test_policy_cases(&loaded, &cases).await {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            },
+            Err(code) => code,
+        },
+    }
+}
+
+async fn load_policy_for_author(file: &str, args: &LimitArgs) -> Result<authoring::LoadedPolicy, ExitCode> {
+    let limits = authoring::AuthorLimits { memory_mb: args.memory_mb, cpu_ms_per_call: args.cpu_ms };
+    let cache = if args.no_cache { None } else { args.cache_dir.clone().or_else(authoring::default_cache_dir) };
+    authoring::load_policy(file, cache, &limits).await.map_err(|e| {
+        eprintln!("error: {file} does not load: {e}");
+        ExitCode::from(2)
+    })
 }
 
 fn key_value(arg: &str) -> Result<(String, String), String> {

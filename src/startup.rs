@@ -181,12 +181,10 @@ pub async fn build_with_clock(
         None => store.clone(),
     };
     let scheduler = Scheduler::new(Policy::of(config), clock, Some(persist));
-    let policies = crate::server::Policies::load(
-        &plugins,
-        &settings.policies,
-        &settings.sandbox.limits(settings.body_limit_bytes),
-    )
-    .await?;
+    // config.yaml's policies with the runtime file's (uploads included) over them.
+    let policies =
+        crate::server::Policies::load(&plugins, &config.policies, &settings.sandbox.limits(settings.body_limit_bytes))
+            .await?;
     Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, store, shared, policies)?), report))
 }
 

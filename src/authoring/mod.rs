@@ -1,9 +1,12 @@
 //! Tools for adapter authors (`switchyard adapter ...`): load an adapter exactly as the gateway
-//! would, replay recorded cases through it, check it, and start a new project from a template.
+//! would, replay recorded cases through it, check it, and start a new project from a template;
+//! and the same for policy authors (`switchyard policy ...`, in `policy`).
 
 mod cases;
 mod check;
 mod matching;
+mod policy;
+mod replay;
 mod scaffold;
 
 use std::collections::HashMap;
@@ -14,7 +17,12 @@ use std::time::{Duration, Instant};
 pub use cases::{Case, Outcome, case_files, read_case, run as run_case};
 pub use check::check;
 pub use matching::{Match, differences};
-pub use scaffold::{Language, new_project};
+pub use policy::{
+    LoadedPolicy, PolicyCase, PolicyOutcome, check_policy, load_policy, read_policy_case, run_policy_case,
+    test_policy_cases,
+};
+pub use replay::{Replayed, StreamStep, replay as replay_stream};
+pub use scaffold::{Kind, Language, new_project, new_project_of};
 
 use crate::config::{AdapterName, DEFAULT_BODY_LIMIT_MB, SandboxConfig};
 use crate::domain::AdapterGrant;

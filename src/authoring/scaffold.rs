@@ -1,5 +1,7 @@
-//! `switchyard adapter new NAME --lang L`: writes a buildable starting project from the
-//! templates carried in the binary, with the WIT beside it, so it works without the repo.
+//! `switchyard adapter new NAME --lang L` and `switchyard policy new NAME --lang L`: write a
+//! buildable starting project from the templates carried in the binary, with the WIT beside
+//! it, so it works without the repo. Adapter templates are in `templates/LANG`, policy ones in
+//! `templates/policy-LANG`.
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +23,41 @@ struct Templates;
 /// The WIT world every adapter implements, as this binary speaks it.
 const WIT: &str = include_str!("../../wit/adapter.wit");
 
+/// The WIT world every policy implements, as this binary speaks it.
+const POLICY_WIT: &str = include_str!("../../wit/policy/policy.wit");
+
+/// Which kind of plugin a project is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Adapter,
+    Policy,
+}
+
+impl Kind {
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Adapter => "adapter",
+            Kind::Policy => "policy",
+        }
+    }
+
+    /// The template folder for `lang`.
+    fn folder(self, lang: Language) -> String {
+        match self {
+            Kind::Adapter => lang.folder().to_string(),
+            Kind::Policy => format!("policy-{}", lang.folder()),
+        }
+    }
+
+    /// Where the WIT goes in the project, and what it is.
+    fn wit(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Adapter => ("wit/adapter.wit", WIT),
+            Kind::Policy => ("wit/policy.wit", POLICY_WIT),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Language {
     Rust,
@@ -40,8 +77,9 @@ impl Language {
     }
 }
 
-/// Checks an adapter name: the gateway knows an adapter by its file name, and sources write it.
-pub fn valid_name(name: &str) -> Result<(), String> {
+/// Checks a plugin name: the gateway knows an adapter by its file name, and sources write it;
+/// a policy's is its file's name.
+fn valid_name_of(kind: Kind, name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_lowercase())
@@ -50,7 +88,9 @@ pub fn valid_name(name: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "`{name}` cannot name an adapter: use lowercase letters, digits and `-`, starting with a letter (e.g. `acme-chat`)"
+            "`{name}` cannot name {} {}: use lowercase letters, digits and `-`, starting with a letter (e.g. `acme-chat`)",
+            if kind == Kind::Adapter { "an" } else { "a" },
+            kind.noun()
         ))
     }
 }
@@ -58,17 +98,23 @@ pub fn valid_name(name: &str) -> Result<(), String> {
 /// Writes the project for `name` in `lang` into `dir` (which must not exist or be empty);
 /// returns the files written.
 pub fn new_project(name: &str, lang: Language, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    valid_name(name)?;
+    new_project_of(Kind::Adapter, name, lang, dir)
+}
+
+/// Writes the `kind` project for `name` in `lang` into `dir` (which must not exist or be
+/// empty); returns the files written.
+pub fn new_project_of(kind: Kind, name: &str, lang: Language, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    valid_name_of(kind, name)?;
     if dir.exists() && std::fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
         return Err(format!("{} already exists and is not empty: choose another --dir", dir.display()));
     }
-    let prefix = format!("{}/", lang.folder());
+    let prefix = format!("{}/", kind.folder(lang));
     let ident = name.replace('-', "_");
     let mut written = Vec::new();
     let mut files: Vec<_> = Templates::iter().filter(|f| f.starts_with(&prefix)).collect();
     files.sort();
     if files.is_empty() {
-        return Err(format!("this build carries no {} template", lang.folder()));
+        return Err(format!("this build carries no {} template for {}", lang.folder(), kind.noun()));
     }
     for file in files {
         let relative = &file[prefix.len()..];
@@ -84,8 +130,9 @@ pub fn new_project(name: &str, lang: Language, dir: &Path) -> Result<Vec<PathBuf
         }
         written.push(target);
     }
-    let wit = dir.join("wit/adapter.wit");
-    write(&wit, WIT.as_bytes())?;
+    let (wit_path, wit_text) = kind.wit();
+    let wit = dir.join(wit_path);
+    write(&wit, wit_text.as_bytes())?;
     written.push(wit);
     Ok(written)
 }
@@ -109,9 +156,9 @@ mod tests {
 
     #[test]
     fn names_are_what_a_source_can_write() {
-        assert!(valid_name("acme-chat2").is_ok());
+        assert!(valid_name_of(Kind::Adapter, "acme-chat2").is_ok());
         for bad in ["", "Acme", "2fast", "a_b", "a/b", "../x", &"x".repeat(65)] {
-            assert!(valid_name(bad).is_err(), "{bad:?}");
+            assert!(valid_name_of(Kind::Adapter, bad).is_err(), "{bad:?}");
         }
     }
 
@@ -125,5 +172,23 @@ mod tests {
         assert!(manifest.contains("name = \"acme-chat\""), "{manifest}");
         assert!(!manifest.contains("{{"), "every placeholder is filled: {manifest}");
         assert!(new_project("acme-chat", Language::Rust, &project).unwrap_err().contains("not empty"));
+    }
+
+    #[test]
+    fn a_policy_project_carries_the_policy_template_and_wit() {
+        let dir = tempfile::tempdir().unwrap();
+        for lang in [Language::Rust, Language::Js, Language::Python] {
+            let project = dir.path().join(lang.folder());
+            let files = new_project_of(Kind::Policy, "no-passwords", lang, &project).unwrap();
+            assert!(files.iter().any(|f| f.ends_with("wit/policy.wit")), "{lang:?}");
+            assert!(!files.iter().any(|f| f.ends_with("wit/adapter.wit")), "{lang:?}");
+            assert!(files.iter().any(|f| f.starts_with(project.join("cases"))), "{lang:?}: a case");
+            let wit = std::fs::read_to_string(project.join("wit/policy.wit")).unwrap();
+            assert!(wit.contains("world policy-world"));
+            let build = std::fs::read_to_string(project.join("build.sh")).unwrap();
+            assert!(build.contains("no-passwords") && !build.contains("{{"), "{lang:?}: {build}");
+        }
+        let err = new_project_of(Kind::Policy, "Bad", Language::Rust, &dir.path().join("x")).unwrap_err();
+        assert!(err.contains("cannot name a policy"), "{err}");
     }
 }

@@ -109,6 +109,8 @@ pub struct Config {
     pub prices: Vec<PriceOverride>,
     /// USD budgets of route groups.
     pub budgets: Vec<GroupBudget>,
+    /// Policies: config.yaml's (`settings.policies`) with the runtime file's over them by name.
+    pub policies: Vec<PolicyConfig>,
 }
 
 /// `body_limit_mb` when the config leaves it out.

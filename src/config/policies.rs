@@ -12,7 +12,7 @@ use super::PolicyName;
 pub const BUILTIN_POLICY_NAMES: &[&str] = &["redact-pii", "block-secrets", "deny-list", "limits"];
 
 /// One policy: a component and how it runs. Keys, routes and sources attach it by `name`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyConfig {
     pub name: PolicyName,

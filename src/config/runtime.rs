@@ -157,6 +157,10 @@ pub struct RuntimeFile {
     /// Prices set at run time; one for the same source and model replaces config.yaml's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prices: Vec<PriceOverride>,
+    /// Policies defined at run time (an uploaded component, or a built-in with other settings);
+    /// one named like a config.yaml policy replaces it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<crate::config::PolicyConfig>,
 }
 
 /// config.yaml's sources, routes and keys with the runtime file's on top, by name. (The AUTO
@@ -172,6 +176,7 @@ pub fn merge(base: &Config, rf: &RuntimeFile) -> Config {
         a.group == b.group && a.alias == b.alias
     });
     config.prices = overlay(base.prices.iter(), &rf.prices, |a, b| a.source == b.source && a.model == b.model);
+    config.policies = overlay(base.policies.iter(), &rf.policies, |a, b| a.name == b.name);
     config.keys = base
         .keys
         .iter()

@@ -55,8 +55,8 @@ async fn route_and_serve<'a>(gw: &'a Arc<Gateway>, key: &'a KeyEntry, call: Call
     // answered from nowhere, not even the cache.
     let (policed, rewritten);
     let mut call = call;
-    if call.depth == 0 && call.kind == ModelKind::Chat && !gw.policies.is_empty() {
-        let chain = gw.policies.chain(key, route);
+    if call.depth == 0 && call.kind == ModelKind::Chat && !call.runtime.policies.is_empty() {
+        let chain = call.runtime.policies.chain(key, route);
         policed = Policed::new(chain, call.request_id, key, route.map(|r| r.alias.as_str()), call.model);
         // What policies check is the unified form, and what they let through is translated.
         let native = if policed.chain.is_empty() { call.native } else { None };
@@ -344,7 +344,7 @@ async fn police_for_source(
     let Some(policed) = call.policed.filter(|_| call.kind == ModelKind::Chat) else {
         return Ok((Chain::default(), None));
     };
-    let chain = gw.policies.of_source(source);
+    let chain = call.runtime.policies.of_source(source);
     if chain.is_empty() {
         return Ok((chain, None));
     }

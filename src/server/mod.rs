@@ -75,6 +75,8 @@ pub struct Runtime {
     pub keys: KeyTable,
     /// What each source's models cost (the operator's prices over the table).
     pub prices: crate::pricing::PriceBook,
+    /// The policies `config.policies` defines, loaded.
+    pub policies: Arc<policy::Policies>,
 }
 
 /// Everything a request handler needs.
@@ -110,8 +112,8 @@ pub struct Gateway {
     pub price_table: Arc<crate::pricing::Table>,
     /// Whole answers kept for requests asked again (`cache`).
     pub cache: cache::ResponseCache,
-    /// The policy plugins (`policies:`), loaded at start.
-    pub policies: policy::Policies,
+    /// Policy components loaded for a change not yet in use (an upload), by policy name.
+    staged_policies: std::sync::Mutex<policy::Staged>,
 }
 
 impl Gateway {
@@ -130,7 +132,9 @@ impl Gateway {
         plugins.size_pools(&config);
         let price_table = Arc::new(crate::pricing::load_table(&settings.pricing)?);
         let prices = crate::pricing::PriceBook::new(price_table.clone(), &config, &file.prices);
-        let runtime = Runtime { provider: Provider::new(&config)?, keys: KeyTable::new(&config), prices, config, file };
+        let policies = Arc::new(policies);
+        let runtime =
+            Runtime { provider: Provider::new(&config)?, keys: KeyTable::new(&config), prices, config, file, policies };
         let cache = cache::ResponseCache::new(&settings.cache, shared.clone());
         Ok(Gateway {
             settings,
@@ -150,7 +154,7 @@ impl Gateway {
             stored_budget: Default::default(),
             price_table,
             cache,
-            policies,
+            staged_policies: Default::default(),
         })
     }
 
@@ -204,6 +208,14 @@ impl Gateway {
     /// written and put in use; not sent on again.
     pub async fn adopt_runtime(&self, yaml: &str) -> Result<(), String> {
         let file: RuntimeFile = serde_yaml::from_str(yaml).map_err(|e| format!("not a runtime file: {e}"))?;
+        // Policies it defines with components this replica does not run yet are loaded first
+        // (a built-in, or a file at the same path: an uploaded component stays on its replica).
+        let sandbox = self.settings.sandbox.limits(self.settings.body_limit_bytes);
+        let current = self.runtime();
+        for config in crate::config::merge(&self.base, &file).policies.iter().filter(|p| !current.policies.runs(p)) {
+            let plugin = policy::load_component(&self.plugins, config, &sandbox).await?;
+            self.stage_policy(config.name.clone(), plugin);
+        }
         let _one_at_a_time = self.edits.lock().await;
         let current = self.runtime();
         if runtime_yaml(&current.file) == runtime_yaml(&file) {
@@ -255,6 +267,12 @@ impl Gateway {
         }
     }
 
+    /// Holds `plugin` for the next change that defines policy `name` with it (an upload is
+    /// loaded before the edit that puts it in use, which cannot wait on a compile).
+    pub fn stage_policy(&self, name: crate::config::PolicyName, plugin: Arc<crate::plugin::PolicyPlugin>) {
+        self.staged_policies.lock().unwrap_or_else(|p| p.into_inner()).insert(name, plugin);
+    }
+
     /// Swaps in a runtime for `config` (the detected models added) and `file`.
     fn install(&self, current: &Runtime, config: Config, file: RuntimeFile) -> Result<(), ApiError> {
         let config = self.detected.lock().expect("detected models").apply(config);
@@ -263,7 +281,14 @@ impl Gateway {
         let keys = KeyTable::new(&config);
         self.scheduler.set_selection(config.channel_selection);
         let prices = crate::pricing::PriceBook::new(self.price_table.clone(), &config, &file.prices);
-        self.runtime.store(Arc::new(Runtime { config, file, provider, keys, prices }));
+        let policies = if config.policies == current.config.policies {
+            Arc::clone(&current.policies)
+        } else {
+            let staged = std::mem::take(&mut *self.staged_policies.lock().unwrap_or_else(|p| p.into_inner()));
+            let rebuilt = current.policies.rebuild(&config.policies, &staged);
+            Arc::new(rebuilt.map_err(|e| ApiError::invalid_request(format!("the change was not made: policy {e}")))?)
+        };
+        self.runtime.store(Arc::new(Runtime { config, file, provider, keys, prices, policies }));
         Ok(())
     }
 

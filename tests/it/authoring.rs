@@ -479,3 +479,163 @@ async fn an_exception_in_a_javascript_or_python_adapter_says_what_and_where() {
         assert!(logged.contains(errors[0]) && logged.contains(place), "{lang}: the log: {logged}");
     }
 }
+
+/// `switchyard policy test TARGET --cases DIR` with the tests' shared compile cache.
+fn policy_test(target: &str, cases: &Path) -> (i32, String) {
+    let cache = shared_cache().display().to_string();
+    let (code, out, err) =
+        switchyard(&["policy", "test", target, "--cases", &cases.display().to_string(), "--cache-dir", &cache]);
+    (code, format!("{out}{err}"))
+}
+
+#[test]
+fn the_built_in_policies_pass_their_recorded_cases() {
+    for name in ["redact-pii", "block-secrets", "deny-list", "limits"] {
+        let cases = repo(&format!("plugins/{name}/cases"));
+        let (code, out) = policy_test(name, &cases);
+        assert_eq!(code, 0, "{name}:\n{out}");
+        let summary = out.lines().last().unwrap_or_default();
+        let count: usize = summary.split(' ').next().unwrap().parse().unwrap_or(0);
+        assert!(count >= 3 && summary.ends_with(" 0 failed"), "{name}: {summary}");
+    }
+}
+
+#[test]
+fn a_failing_policy_case_names_its_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, case: Value| std::fs::write(dir.path().join(name), case.to_string()).unwrap();
+    write(
+        "wrong-verdict.json",
+        serde_json::json!({
+            "about": "expects an allow where redact-pii rewrites",
+            "hook": "request",
+            "input": {"model": "m", "messages": [{"role": "user", "content": "mail me: a@b.io"}]},
+            "expect": {"verdict": "allow"}
+        }),
+    );
+    write(
+        "wrong-rewrite.json",
+        serde_json::json!({
+            "about": "expects another replacement",
+            "hook": "request",
+            "input": {"model": "m", "messages": [{"role": "user", "content": "mail me: a@b.io"}]},
+            "expect": {"verdict": "rewrite", "rewrite": {"messages": [{"content": "mail me: <email>"}]}}
+        }),
+    );
+    write(
+        "wrong-denial.json",
+        serde_json::json!({
+            "hook": "answer",
+            "settings": {"action": "deny"},
+            "input": {"choices": [{"index": 0, "message": {"role": "assistant", "content": "a@b.io"}}]},
+            "expect": {"verdict": "deny", "status": 403, "code": "pii_detected"}
+        }),
+    );
+    write(
+        "wrong-stream.json",
+        serde_json::json!({
+            "hook": "stream",
+            "input": ["mail a@", "b.io now"],
+            "expect": {"verdict": "rewrite", "rewrite": "mail a@b.io now"}
+        }),
+    );
+    std::fs::write(dir.path().join("broken.json"), "{\"hook\": \"request\", ").unwrap();
+    let (code, out) = policy_test("redact-pii", dir.path());
+    assert_eq!(code, 1, "{out}");
+    for expected in [
+        "FAIL",
+        "broken.json: not a valid policy case",
+        "wrong-verdict.json: expects an allow where redact-pii rewrites (request: rewrite)",
+        "verdict: expected allow, got rewrite",
+        "rewrite $.messages[0].content: expected \"mail me: <email>\", got \"mail me: [EMAIL]\"",
+        "denial: status 400 (expected 403)",
+        "the policy said: deny 400 pii_detected: the answer carries personal data",
+        "the client sees: expected \"mail a@b.io now\", got \"mail [EMAIL] now\"",
+        "5 cases: 0 passed, 5 failed",
+    ] {
+        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
+    }
+    // A hook the policy does not declare is never called: such a case cannot pass.
+    write(
+        "wrong-verdict.json",
+        serde_json::json!({"hook": "answer", "input": {"choices": []}, "expect": {"verdict": "allow"}}),
+    );
+    let (code, out) = policy_test("limits", dir.path());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("the policy has no answer hook (describe() declares request)"), "{out}");
+}
+
+#[test]
+fn policy_check_prints_hooks_and_hold_back_and_names_a_trap() {
+    let cache = shared_cache().display().to_string();
+    let (code, out, err) = switchyard(&["policy", "check", "redact-pii", "--cache-dir", &cache]);
+    assert_eq!(code, 0, "{out}{err}");
+    for line in [
+        "policy    redact-pii ",
+        "hooks     request, answer, stream",
+        "hold-back 64 characters",
+        "load      ",
+        "request   ",
+        "answer    ",
+        "stream    ",
+        "no problems found",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+    let (code, out, err) =
+        switchyard(&["policy", "check", "limits", "--setting", "max_tokens=1", "--cache-dir", &cache]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("hooks     request\n") && out.contains("max_tokens_too_high"), "{out}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = dir.path().join("hostile-policy.wasm");
+    std::fs::copy(guest_wasm("hostile_policy"), &hostile).unwrap();
+    let file = hostile.display().to_string();
+    let (code, out, err) = switchyard(&["policy", "check", &file, "--setting", "mode=trap", "--cache-dir", &cache]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("problem   the request hook fails on a sample chat request"), "{out}");
+    assert!(out.contains("hold-back 0 characters"), "{out}");
+    let (code, out, _) = switchyard(&["policy", "check", &file, "--setting", "mode=not-json", "--cache-dir", &cache]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("rewrite of a sample chat request is not a JSON object"), "{out}");
+    let (code, _, err) = switchyard(&["policy", "check", "no-such-policy"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("neither a .wasm file nor a built-in policy (redact-pii, "), "{err}");
+}
+
+/// `policy new` in Rust, JavaScript and Python writes a project that builds with that
+/// language's pinned toolchain and passes its own cases; the WIT it carries is the gateway's.
+#[test]
+fn new_policy_projects_build_and_pass_their_cases() {
+    let wit = std::fs::read_to_string(repo("wit/policy/policy.wit")).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    for lang in ["js", "python", "rust"] {
+        let dir = root.path().join(lang);
+        let name = format!("policy-{lang}");
+        let (code, out, err) =
+            switchyard(&["policy", "new", &name, "--lang", lang, "--dir", &dir.display().to_string()]);
+        assert_eq!(code, 0, "{lang}: {out}{err}");
+        assert_eq!(std::fs::read_to_string(dir.join("wit/policy.wit")).unwrap(), wit, "{lang}");
+        let build = Command::new(dir.join("build.sh"))
+            .env("CARGO_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("starter-rust"))
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_BUILD_TARGET")
+            .output()
+            .unwrap();
+        assert!(
+            build.status.success(),
+            "{lang} build:\n{}{}",
+            String::from_utf8_lossy(&build.stdout),
+            String::from_utf8_lossy(&build.stderr)
+        );
+        let wasm = dir.join(format!("{name}.wasm"));
+        assert!(wasm.exists(), "{lang}: {} was not built", wasm.display());
+        let (code, out) = policy_test(&wasm.display().to_string(), &dir.join("cases"));
+        assert_eq!(code, 0, "{lang}:\n{out}");
+        assert!(out.contains("2 cases: 2 passed, 0 failed"), "{lang}:\n{out}");
+    }
+    let (code, _, err) = switchyard(&["policy", "new", "Bad_Name", "--lang", "rust"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot name a policy"), "{err}");
+}

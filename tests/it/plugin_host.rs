@@ -186,8 +186,11 @@ fn wit_digest(text: &str) -> String {
 fn released_wit_versions_never_change_in_place() {
     let wit = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("wit");
     let released = std::fs::read_to_string(wit.join("released.txt")).unwrap();
-    let entries: Vec<Vec<&str>> =
-        released.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).map(|l| l.split(' ').collect()).collect();
+    let entries: Vec<Vec<&str>> = released
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split(' ').collect())
+        .collect();
     assert!(entries.len() >= 2, "the adapter and policy packages are released");
     for entry in entries {
         let [package, file, digest] = entry[..] else { panic!("a line of wit/released.txt: {entry:?}") };

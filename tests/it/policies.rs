@@ -405,3 +405,90 @@ async fn a_failing_policy_refuses_or_passes_as_its_on_error_says_and_is_bounded(
     assert_eq!(rows[0].policy.as_deref(), Some("stopper:stream:deny"));
     assert!(rows[0].tokens_out.is_some(), "what was generated is still counted");
 }
+
+async fn admin(gw: &TestGateway, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+    reqwest::Client::new().request(method, format!("{}/admin/api{path}", gw.url)).bearer_auth(gw.admin_token())
+}
+
+#[tokio::test]
+async fn operators_define_upload_and_delete_policies_at_run_time_and_they_survive_a_restart() {
+    use reqwest::Method;
+    let mock = MockUpstream::start().await;
+    let yaml = config(&mock);
+    let gw = TestGateway::start(&yaml).await;
+    let ask = |content: &str, max_tokens: u64| json!({"model": "fixture", "max_tokens": max_tokens, "messages": [{"role": "user", "content": content}]});
+
+    // A built-in defined at run time, global: in use by the next request.
+    let defined = admin(&gw, Method::PUT, "/policies/fruit")
+        .await
+        .json(&json!({"plugin": "deny-list", "settings": {"words": "kumquat"}, "global": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(defined.status(), 200);
+    let response = chat_as(&gw, PLAIN_KEY, &ask("a kumquat please", 10)).await;
+    assert_eq!(response.status(), 400);
+    assert_eq!(response.json::<Value>().await.unwrap()["error"]["code"], "content_denied");
+    // Its settings changed: the same component, the new words.
+    let changed = admin(&gw, Method::PUT, "/policies/fruit")
+        .await
+        .json(&json!({"plugin": "deny-list", "settings": {"words": "durian"}, "global": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 200);
+    assert_eq!(chat_as(&gw, PLAIN_KEY, &ask("a kumquat please", 10)).await.status(), 200);
+    assert_eq!(chat_as(&gw, PLAIN_KEY, &ask("a durian please", 10)).await.status(), 400);
+
+    // A component uploaded (the limits policy's bytes), then given settings; attached to a new key.
+    let wasm = std::fs::read(crate::support::gateway::guest_wasm("limits")).unwrap();
+    let uploaded = admin(&gw, Method::PUT, "/policies/caps2/component").await.body(wasm).send().await.unwrap();
+    assert_eq!(uploaded.status(), 201);
+    let shown: Value = uploaded.json().await.unwrap();
+    assert_eq!((shown["component"].as_str(), shown["global"].as_bool()), (Some("limits"), Some(false)), "{shown}");
+    let plugin = shown["plugin"].as_str().unwrap().to_string();
+    assert!(plugin.ends_with("policies/caps2.wasm") && std::path::Path::new(&plugin).exists());
+    let set = admin(&gw, Method::PUT, "/policies/caps2")
+        .await
+        .json(&json!({"plugin": plugin, "settings": {"max_tokens": "50"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(set.status(), 200);
+    let key: Value = admin(&gw, Method::POST, "/keys")
+        .await
+        .json(&json!({"name": "capped", "policies": ["caps2"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let capped = key["key"].as_str().unwrap().to_string();
+    assert_eq!(chat_as(&gw, &capped, &ask("hi", 500)).await.status(), 400);
+    assert_eq!(chat_as(&gw, &capped, &ask("hi", 20)).await.status(), 200);
+
+    // What is not a policy changes nothing.
+    let junk =
+        admin(&gw, Method::PUT, "/policies/junk/component").await.body(b"not wasm".to_vec()).send().await.unwrap();
+    assert_eq!(junk.status(), 400);
+    let adapter = std::fs::read(crate::support::gateway::guest_wasm("openai")).unwrap();
+    let wrong = admin(&gw, Method::PUT, "/policies/wrong/component").await.body(adapter).send().await.unwrap();
+    assert_eq!(wrong.status(), 400);
+    assert!(wrong.text().await.unwrap().contains("policy-world"));
+    let listed = gw.admin_json(&gw.admin_token(), "/admin/api/policies").await;
+    let names: Vec<&str> = listed["policies"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["caps", "caps2", "fruit", "pii", "secrets", "words"]);
+
+    // config.yaml's cannot be deleted here; one a key names cannot be deleted while it does.
+    assert_eq!(admin(&gw, Method::DELETE, "/policies/pii").await.send().await.unwrap().status(), 409);
+    let refused = admin(&gw, Method::DELETE, "/policies/caps2").await.send().await.unwrap();
+    assert_eq!(refused.status(), 400, "a key names it");
+
+    // A restart: the runtime policies, the uploaded component included, are back.
+    let gw = gw.restart(&yaml, std::sync::Arc::new(switchyard::scheduler::SystemClock)).await;
+    assert_eq!(chat_as(&gw, &capped, &ask("hi", 500)).await.status(), 400);
+    assert_eq!(chat_as(&gw, PLAIN_KEY, &ask("a durian please", 10)).await.status(), 400);
+    assert_eq!(admin(&gw, Method::DELETE, "/policies/fruit").await.send().await.unwrap().status(), 204);
+    assert_eq!(chat_as(&gw, PLAIN_KEY, &ask("a durian please", 10)).await.status(), 200);
+}

@@ -198,6 +198,7 @@ fn parse_runtime(text: &str) -> (RuntimeFile, Vec<FieldError>) {
         "key_budgets",
         "channel_selection",
         "prices",
+        "policies",
     ];
     let env = |_: &str| None;
     let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env: &env, positions: Default::default() };
@@ -235,6 +236,7 @@ fn parse_runtime(text: &str) -> (RuntimeFile, Vec<FieldError>) {
         key_budgets: c.field(&top, "key_budgets").unwrap_or_default(),
         channel_selection: c.field(&top, "channel_selection"),
         prices: c.list(&top, "prices"),
+        policies: c.list(&top, "policies"),
     };
     (runtime, c.errors)
 }
@@ -292,11 +294,13 @@ pub fn with_runtime(base: &Config, runtime: &RuntimeFile, adapters: &[&str]) -> 
         chat: c.chain(&runtime.auto, "auto", &config, ModelKind::Chat),
         image: runtime.auto_image.as_ref().map(|slots| c.chain(slots, "auto_image", &config, ModelKind::Image)),
     };
+    let sandbox_memory_mb = (base.settings.sandbox.limits(base.settings.body_limit_bytes).memory_bytes >> 20) as u64;
+    c.check_policies_at(&runtime.policies, "policies", sandbox_memory_mb);
+    // Every key, route and source may now name a runtime policy, and none may name one gone.
     let runtime_keys: Vec<KeyConfig> = runtime.keys.iter().map(|k| k.as_key_config()).collect();
-    c.check_policy_refs(
-        &base.settings.policies,
-        &policies::attached(&runtime_keys, &runtime.routes, &runtime.sources, ""),
-    );
+    let mut attached = policies::attached(&config.keys, &config.routes, &config.sources, "");
+    attached.extend(policies::attached(&runtime_keys, &[], &[], ""));
+    c.check_policy_refs(&config.policies, &attached);
     config.runtime_keys = runtime.keys.clone();
     config.source_templates = runtime.source_templates.clone();
     if c.errors.is_empty() { Ok(config) } else { Err(c.errors) }
@@ -390,6 +394,7 @@ impl Collector<'_> {
                 }
             }
         }
+        let settings_policies = settings.policies.clone();
         Some(Config {
             settings: Arc::new(settings),
             channel_selection,
@@ -401,6 +406,7 @@ impl Collector<'_> {
             source_templates: Vec::new(),
             prices,
             budgets,
+            policies: settings_policies,
         })
     }
 

@@ -8,9 +8,14 @@ use crate::config::{BUILTIN_POLICY_NAMES, KeyConfig, PolicyConfig, PolicyName, R
 
 impl Collector<'_> {
     pub(super) fn check_policies(&mut self, policies: &[PolicyConfig], sandbox_memory_mb: u64) {
+        self.check_policies_at(policies, "policies", sandbox_memory_mb);
+    }
+
+    /// [`Self::check_policies`] for the list at `list` (config.yaml's or the runtime file's).
+    pub(super) fn check_policies_at(&mut self, policies: &[PolicyConfig], list: &str, sandbox_memory_mb: u64) {
         let mut names = HashSet::new();
         for (i, p) in policies.iter().enumerate() {
-            let at = |field: &str| format!("policies[{i}].{field}");
+            let at = |field: &str| format!("{list}[{i}].{field}");
             if p.name.as_str().is_empty() || !names.insert(p.name.clone()) {
                 self.error(
                     &at("name"),

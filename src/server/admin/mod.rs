@@ -70,6 +70,11 @@ pub fn router(gateway: Arc<Gateway>) -> Router<Arc<Gateway>> {
         .route("/budgets", get(money::budgets))
         .route("/cache", get(cache::show).delete(cache::purge))
         .route("/policies", get(policies::list))
+        .route("/policies/{name}", put(policies::define).delete(policies::delete))
+        .route(
+            "/policies/{name}/component",
+            put(policies::upload).layer(axum::extract::DefaultBodyLimit::max(policies::MAX_UPLOAD)),
+        )
         .route("/openapi.json", get(openapi::document));
     // Keyway's paths for the same operations, so its tooling keeps working.
     let keyway = Router::new()

@@ -144,7 +144,7 @@ pub async fn count_tokens(
     let native = Native { protocol: Protocol::AnthropicCountTokens, body: &bytes, headers: &incoming.headers };
     let plan = gw.scheduler.plan(candidates, call.model, None);
     // Under policies the prompt is not sent anywhere unchecked: the gateway's estimate answers.
-    let policed = !gw.policies.is_empty();
+    let policed = !runtime.policies.is_empty();
     // A cooling source is not asked: a count proves nothing about its health either way.
     for candidate in plan.candidates.iter().filter(|c| !policed && !c.probe && c.resolved.source.enabled) {
         let source = candidate.resolved.source;

@@ -30,10 +30,15 @@ pub struct Policies {
 /// A loaded policy with the settings and failure meaning its config gives it.
 pub struct Attached {
     name: PolicyName,
-    plugin: PolicyPlugin,
+    /// As defined (config.yaml's or the runtime file's), to tell what a change touches.
+    config: PolicyConfig,
+    plugin: Arc<PolicyPlugin>,
     settings: Vec<(String, String)>,
     on_error: OnError,
 }
+
+/// Components loaded ahead of a change that names them (an upload), by policy name.
+pub type Staged = HashMap<PolicyName, Arc<PolicyPlugin>>;
 
 /// Policies in the order they run; each at most once.
 #[derive(Clone, Default)]
@@ -87,36 +92,28 @@ impl Policies {
         configs: &[PolicyConfig],
         sandbox: &SandboxLimits,
     ) -> anyhow::Result<Policies> {
+        let mut staged = Staged::new();
+        for config in configs {
+            let plugin = load_component(host, config, sandbox).await.map_err(|e| anyhow::anyhow!("policies: {e}"))?;
+            staged.insert(config.name.clone(), plugin);
+        }
+        Policies::default().rebuild(configs, &staged).map_err(|e| anyhow::anyhow!("policies: {e}"))
+    }
+
+    /// The policies `configs` define, each with the component `staged` has for it or, when its
+    /// component and limits did not change, the one it has now (settings change without a load).
+    pub fn rebuild(&self, configs: &[PolicyConfig], staged: &Staged) -> Result<Policies, String> {
         let mut policies = Policies::default();
         for config in configs {
-            let wasm = match config.file() {
-                Some(path) => std::fs::read(&path).map_err(|e| {
-                    anyhow::anyhow!(
-                        "policies: `{}` names the file {} (plugin:), which cannot be read: {e}",
-                        config.name,
-                        path.display()
-                    )
-                })?,
-                None => BUILTIN_POLICIES
-                    .iter()
-                    .find(|(name, _)| *name == config.plugin)
-                    .map(|(_, wasm)| wasm.to_vec())
-                    .ok_or_else(|| {
-                        anyhow::anyhow!("policies: `{}`: no built-in policy `{}`", config.name, config.plugin)
-                    })?,
-            };
-            let limits = SandboxLimits {
-                memory_bytes: config.memory_mb.map_or(sandbox.memory_bytes, |mb| (mb as usize) << 20),
-                cpu_per_call: config.cpu_ms.map_or(sandbox.cpu_per_call, std::time::Duration::from_millis),
-                wall_per_call: config.wall_ms.map_or(sandbox.wall_per_call, std::time::Duration::from_millis),
-                ..sandbox.clone()
-            };
-            let plugin = host.load_policy(config.name.as_str(), &wasm, limits).await.map_err(|e| {
-                anyhow::anyhow!("policies: `{}` (plugin `{}`) does not load: {e}", config.name, config.plugin)
-            })?;
+            let kept = self.by_name.get(&config.name).filter(|a| same_component(&a.config, config));
+            let plugin = staged
+                .get(&config.name)
+                .or(kept.map(|a| &a.plugin))
+                .ok_or_else(|| format!("`{}`: its component (`{}`) is not loaded here", config.name, config.plugin))?;
             let attached = Arc::new(Attached {
                 name: config.name.clone(),
-                plugin,
+                config: config.clone(),
+                plugin: Arc::clone(plugin),
                 settings: config.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 on_error: config.on_error,
             });
@@ -130,6 +127,11 @@ impl Policies {
 
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
+    }
+
+    /// Whether it runs `config`'s component within `config`'s limits already.
+    pub fn runs(&self, config: &PolicyConfig) -> bool {
+        self.by_name.get(&config.name).is_some_and(|a| same_component(&a.config, config))
     }
 
     /// What a request passes before routing: the global policies, the key's, the route's.
@@ -166,15 +168,53 @@ impl Policies {
                 .map(|(_, name)| name)
                 .collect();
                 serde_json::json!({
-                    "name": p.name, "component": m.name, "version": m.version, "hooks": hooks,
-                    "hold_back": p.plugin.hold_back(), "global": self.global.iter().any(|g| g.name == p.name),
-                    "on_error": p.on_error,
+                    "name": p.name, "plugin": p.config.plugin, "component": m.name, "version": m.version,
+                    "hooks": hooks, "hold_back": p.plugin.hold_back(),
+                    "global": self.global.iter().any(|g| g.name == p.name), "on_error": p.on_error,
+                    "settings": p.config.settings,
                 })
             })
             .collect();
         out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
         out
     }
+}
+
+/// Loads the component `config` names (a built-in, or its `.wasm` file) within its limits.
+pub async fn load_component(
+    host: &PluginHost,
+    config: &PolicyConfig,
+    sandbox: &SandboxLimits,
+) -> Result<Arc<PolicyPlugin>, String> {
+    let wasm = match config.file() {
+        Some(path) => std::fs::read(&path).map_err(|e| {
+            format!("`{}` names the file {} (plugin:), which cannot be read: {e}", config.name, path.display())
+        })?,
+        None => BUILTIN_POLICIES
+            .iter()
+            .find(|(name, _)| *name == config.plugin)
+            .map(|(_, wasm)| wasm.to_vec())
+            .ok_or_else(|| format!("`{}`: no built-in policy `{}`", config.name, config.plugin))?,
+    };
+    host.load_policy(config.name.as_str(), &wasm, limits_for(config, sandbox))
+        .await
+        .map(Arc::new)
+        .map_err(|e| format!("`{}` (plugin `{}`) does not load: {e}", config.name, config.plugin))
+}
+
+/// The sandbox's limits with `config`'s own over them.
+pub fn limits_for(config: &PolicyConfig, sandbox: &SandboxLimits) -> SandboxLimits {
+    SandboxLimits {
+        memory_bytes: config.memory_mb.map_or(sandbox.memory_bytes, |mb| (mb as usize) << 20),
+        cpu_per_call: config.cpu_ms.map_or(sandbox.cpu_per_call, std::time::Duration::from_millis),
+        wall_per_call: config.wall_ms.map_or(sandbox.wall_per_call, std::time::Duration::from_millis),
+        ..sandbox.clone()
+    }
+}
+
+/// Whether two definitions run the same component within the same limits.
+pub fn same_component(a: &PolicyConfig, b: &PolicyConfig) -> bool {
+    (&a.plugin, a.cpu_ms, a.wall_ms, a.memory_mb) == (&b.plugin, b.cpu_ms, b.wall_ms, b.memory_mb)
 }
 
 /// One client request under policy: who asks for what (the context every hook is given) and
