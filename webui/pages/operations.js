@@ -1,7 +1,7 @@
 // Operations: operator interventions (cooldowns, affinity, scores) and channel selection.
 import { html, useState, useEffect } from '../lib.js';
 import { api } from '../api.js';
-import { useApi, useConfirm, useAction, Loading, ErrorBox, PageHeader, Card, Button, Field, KV, fmtNum } from '../ui.js';
+import { useApi, useConfirm, useAction, Loading, ErrorBox, PageHeader, Card, Button, Field, KV, Toggle, toast, fmtNum } from '../ui.js';
 
 const SELECTIONS = [
   { value: 'smart', label: 'Smart', desc: 'By score (latency × recent success), with some exploration.' },
@@ -109,20 +109,103 @@ function ResponseCache() {
   <//>`;
 }
 
-/** The policies the gateway runs: what each checks and what its failure means. */
+/** `key=value` lines → settings; an empty line is skipped, a line without `=` is an error. */
+function parseSettings(text) {
+  const settings = {};
+  for (const [i, line] of text.split('\n').entries()) {
+    if (!line.trim()) continue;
+    const at = line.indexOf('=');
+    if (at < 1) throw new Error(`Settings, line ${i + 1}: write key=value`);
+    settings[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return settings;
+}
+
+/** Upload a policy component (checked by the gateway before it is used) with its settings. */
+function PolicyUpload({ onDone }) {
+  const [name, setName] = useState('');
+  const [file, setFile] = useState(null);
+  const [global, setGlobal] = useState(false);
+  const [onError, setOnError] = useState('closed');
+  const [settings, setSettings] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(null);
+  const upload = async (e) => {
+    e.preventDefault();
+    const form = e.currentTarget;
+    setBusy(true);
+    setError(null);
+    try {
+      const n = (name.trim() || (file?.name ?? '').replace(/\.wasm$/i, '')).replace(/[^A-Za-z0-9_-]+/g, '-');
+      if (!file) throw new Error('Choose a .wasm policy component first');
+      if (!n) throw new Error('Name: required');
+      const parsed = parseSettings(settings);
+      const path = `/policies/${encodeURIComponent(n)}`;
+      const put = await api('PUT', `${path}/component?global=${global}&on_error=${onError}`, file);
+      if (Object.keys(parsed).length) {
+        await api('PUT', path, { plugin: put.plugin, settings: parsed, global, on_error: onError });
+      }
+      toast(`Policy ${n} installed`, 'ok');
+      setFile(null);
+      setName('');
+      setSettings('');
+      setGlobal(false);
+      setOnError('closed');
+      form.reset();
+      onDone();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<form class="stack" onSubmit=${upload} aria-label="Upload a policy">
+    <div class="form-grid">
+      <${Field} label="Policy name" hint="letters, digits, - and _; default: the file name">
+        <input value=${name} onInput=${(e) => setName(e.currentTarget.value)} autocomplete="off" /><//>
+      <${Field} label="Policy file" hint="a .wasm component built for switchyard:policy@0.1.0">
+        <input type="file" accept=".wasm,application/wasm" onChange=${(e) => setFile(e.currentTarget.files?.[0] ?? null)} /><//>
+      <${Field} label="On failure" hint="a trap or limit refuses the request (closed) or lets it pass (open)">
+        <select value=${onError} onChange=${(e) => setOnError(e.currentTarget.value)}>
+          <option value="closed">closed</option><option value="open">open</option></select><//>
+      <div class="field"><${Toggle} label="Every request (global)" checked=${global} onChange=${setGlobal} /></div>
+    </div>
+    <${Field} label="Settings" hint="one key=value a line, handed to the policy as they are">
+      <textarea rows="3" value=${settings} onInput=${(e) => setSettings(e.currentTarget.value)}></textarea><//>
+    ${error ? html`<${ErrorBox} error=${error} />` : null}
+    <div><${Button} variant="primary" type="submit" busy=${busy} disabled=${!file}>${busy ? 'Checking…' : 'Upload policy'}<//></div>
+  </form>`;
+}
+
+/** The policies the gateway runs: what each checks and what its failure means; upload, delete. */
 function Policies() {
   const list = useApi('/policies');
+  const [confirm, dialog] = useConfirm();
+  const [run] = useAction();
+  const remove = async (p) => {
+    const ok = await confirm({
+      title: `Delete policy ${p.name}?`,
+      message: 'Its component and settings go; keys, routes and sources must not name it any more.',
+      confirmLabel: 'Delete policy', danger: true,
+    });
+    if (!ok) return;
+    await run(() => api('DELETE', `/policies/${encodeURIComponent(p.name)}`), () => `Policy ${p.name} deleted`);
+    list.reload();
+  };
   let body;
   if (list.error && !list.data) body = html`<${ErrorBox} error=${list.error} onRetry=${list.reload} />`;
   else if (!list.data) body = html`<${Loading} />`;
-  else if (!list.data.policies.length) body = html`<p class="muted">None: <code>policies:</code> in the config defines them.</p>`;
+  else if (!list.data.policies.length) body = html`<p class="muted">None yet: upload one below, or define them under <code>policies:</code> in the config.</p>`;
   else body = html`<${KV} items=${list.data.policies.map((p) => [
     p.name,
-    html`<span data-testid=${`policy-${p.name}`}>${p.component} ${p.version} · ${p.hooks.join(', ')}${p.global ? ' · every request' : ''} · fails ${p.on_error}</span>`,
+    html`<span data-testid=${`policy-${p.name}`}>${p.component} ${p.version} · ${p.hooks.join(', ')}${p.global ? ' · every request' : ''} · fails ${p.on_error}</span>
+      ${p.origin === 'runtime' ? html` <${Button} size="sm" variant="danger" aria-label=${`Delete policy ${p.name}`} onClick=${() => remove(p)}>Delete<//>` : null}`,
   ])} />`;
   return html`<${Card} title="Policies">
-    <p class="muted">Checks and rewrites on requests and answers; keys, routes and sources attach them (<a href="#/keys">Keys</a>).</p>
+    <p class="muted">Checks and rewrites on requests and answers; keys, routes and sources attach them (<a href="#/keys">Keys</a>, <a href="#/routes">Routes</a>).</p>
     ${body}
+    <${PolicyUpload} onDone=${list.reload} />
+    ${dialog}
   <//>`;
 }
 
