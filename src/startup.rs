@@ -182,9 +182,13 @@ pub async fn build_with_clock(
     };
     let scheduler = Scheduler::new(Policy::of(config), clock, Some(persist));
     // config.yaml's policies with the runtime file's (uploads included) over them.
-    let policies =
-        crate::server::Policies::load(&plugins, &config.policies, &settings.sandbox.limits(settings.body_limit_bytes))
-            .await?;
+    let policies = crate::server::Policies::load(
+        &plugins,
+        &config.policies,
+        &settings.sandbox.limits(settings.body_limit_bytes),
+        &settings.data_dir,
+    )
+    .await?;
     Ok((Arc::new(Gateway::new(loaded, plugins, scheduler, store, shared, policies)?), report))
 }
 

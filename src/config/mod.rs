@@ -25,7 +25,7 @@ pub use cache::{CacheConfig, MAX_CACHE_TTL_SECONDS, SemanticConfig};
 pub use env::expand as expand_env;
 pub use error::{ConfigError, FieldError};
 pub use load::{LoadedConfig, load, load_runtime_str, load_str, with_runtime};
-pub use policies::{BUILTIN_POLICY_NAMES, OnError, PolicyConfig};
+pub use policies::{BUILTIN_POLICY_NAMES, OnError, PolicyConfig, UPLOADED, uploaded_file};
 pub use prices::{GroupBudget, PriceOverride, PricingConfig, TierConfig};
 pub use routes::{FusionConfig, FusionStrategy, RouteConfig, RouteMode, RouteProvider, VisionConfig, VisionFallback};
 pub use runtime::{AutoChains, ChainSlot, RuntimeFile, RuntimeKey, SlotConfig, SourceTemplate, merge};

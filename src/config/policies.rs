@@ -16,9 +16,10 @@ pub const BUILTIN_POLICY_NAMES: &[&str] = &["redact-pii", "block-secrets", "deny
 #[serde(deny_unknown_fields)]
 pub struct PolicyConfig {
     pub name: PolicyName,
-    /// A built-in policy (`redact-pii`, `block-secrets`, `deny-list`, `limits`) or a
-    /// component file ending in `.wasm` (a relative path, like every path in the config, is
-    /// read from the gateway's working directory).
+    /// A built-in policy (`redact-pii`, `block-secrets`, `deny-list`, `limits`), a component
+    /// file ending in `.wasm` (a relative path, like every path in the config, is read from the
+    /// gateway's working directory), or `uploaded:NAME`: the component uploaded through the
+    /// admin API, `data_dir/policies/NAME.wasm` on every replica.
     pub plugin: String,
     /// Handed to the component as they are (its own settings; see docs/policies.md).
     #[serde(default)]
@@ -39,9 +40,31 @@ pub struct PolicyConfig {
 }
 
 impl PolicyConfig {
-    /// The component file it names; `None`: a built-in.
-    pub fn file(&self) -> Option<PathBuf> {
-        self.plugin.ends_with(".wasm").then(|| PathBuf::from(&self.plugin))
+    /// The component file it names, uploaded ones under `data_dir`; `None`: a built-in.
+    pub fn file(&self, data_dir: &std::path::Path) -> Option<PathBuf> {
+        match self.plugin.strip_prefix(UPLOADED) {
+            Some(name) => Some(uploaded_file(data_dir, name)),
+            None => self.plugin.ends_with(".wasm").then(|| PathBuf::from(&self.plugin)),
+        }
+    }
+}
+
+/// How `plugin:` names an uploaded component: `uploaded:NAME`.
+pub const UPLOADED: &str = "uploaded:";
+
+/// Where the component uploaded for policy `name` is kept.
+pub fn uploaded_file(data_dir: &std::path::Path, name: &str) -> PathBuf {
+    data_dir.join("policies").join(format!("{name}.wasm"))
+}
+
+impl PolicyConfig {
+    /// Whether `plugin:` names something that can exist: a built-in, a `.wasm` file, or an
+    /// upload by a name an upload may have.
+    pub fn names_a_component(&self) -> bool {
+        match self.plugin.strip_prefix(UPLOADED) {
+            Some(name) => !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+            None => self.plugin.ends_with(".wasm") || BUILTIN_POLICY_NAMES.contains(&self.plugin.as_str()),
+        }
     }
 }
 

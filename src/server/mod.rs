@@ -213,7 +213,7 @@ impl Gateway {
         let sandbox = self.settings.sandbox.limits(self.settings.body_limit_bytes);
         let current = self.runtime();
         for config in crate::config::merge(&self.base, &file).policies.iter().filter(|p| !current.policies.runs(p)) {
-            let plugin = policy::load_component(&self.plugins, config, &sandbox).await?;
+            let plugin = policy::load_component(&self.plugins, config, &sandbox, &self.settings.data_dir).await?;
             self.stage_policy(config.name.clone(), plugin);
         }
         let _one_at_a_time = self.edits.lock().await;
@@ -402,6 +402,9 @@ impl crate::shared::Replica for Gateway {
 
     fn install_adapter(&self, name: String, bytes: Vec<u8>) -> futures::future::BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
+            if let Some(policy) = name.strip_prefix(admin::policies::REPLICATED) {
+                return admin::policies::install_replicated(self, policy, &bytes).await;
+            }
             let name = admin::adapters::checked_name(&name).map_err(|e| e.message.to_string())?;
             admin::adapters::install(self, &name, &bytes, admin::adapters::Naming::PathWins)
                 .await
@@ -411,6 +414,11 @@ impl crate::shared::Replica for Gateway {
     }
 
     fn remove_adapter(&self, name: &str) -> Result<(), String> {
+        if let Some(policy) = name.strip_prefix(admin::policies::REPLICATED) {
+            // The runtime file stops naming it too; the file is only let go.
+            let _ = std::fs::remove_file(crate::config::uploaded_file(&self.settings.data_dir, policy));
+            return Ok(());
+        }
         let name = admin::adapters::checked_name(name).map_err(|e| e.message.to_string())?;
         admin::adapters::remove(self, &name).map_err(|e| e.message.to_string())
     }

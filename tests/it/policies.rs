@@ -447,7 +447,8 @@ async fn operators_define_upload_and_delete_policies_at_run_time_and_they_surviv
     let shown: Value = uploaded.json().await.unwrap();
     assert_eq!((shown["component"].as_str(), shown["global"].as_bool()), (Some("limits"), Some(false)), "{shown}");
     let plugin = shown["plugin"].as_str().unwrap().to_string();
-    assert!(plugin.ends_with("policies/caps2.wasm") && std::path::Path::new(&plugin).exists());
+    assert_eq!(plugin, "uploaded:caps2");
+    assert!(gw.data_dir().join("policies/caps2.wasm").exists());
     let set = admin(&gw, Method::PUT, "/policies/caps2")
         .await
         .json(&json!({"plugin": plugin, "settings": {"max_tokens": "50"}}))

@@ -601,3 +601,49 @@ async fn a_cached_answer_is_shared_by_both_replicas_and_a_bad_or_absent_redis_is
     assert_eq!(cache_says(&p.b, "three").await, "hit");
     assert_eq!(up.hits(), 4);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_uploaded_on_one_replica_acts_on_the_other() {
+    let redis = RedisServer::start();
+    let up = Upstream::start().await;
+    let prefix = prefix();
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let shipped = |name: &str| {
+        format!(
+            "admin_token: {ADMIN}\nshared_state: {{url: \"{}\", replica: {name}, prefix: {prefix}}}\nsources:\n  - {{name: first, base_url: \"{}\", models: [{{name: m}}]}}\n",
+            redis.url(),
+            up.url
+        )
+    };
+    let a = Binary::start_with_keys(da.path(), &keys(), &shipped("a"));
+    let b = Binary::start_with_keys(db.path(), &keys(), &shipped("b"));
+    let greedy = json!({"model": "m", "max_tokens": 500, "messages": [{"role": "user", "content": "hi"}]});
+    assert_eq!(chat(&b, KEY, &greedy).await.0, 200);
+
+    // The limits component uploaded on A as a global policy, then given its cap there.
+    let wasm = std::fs::read(crate::support::gateway::guest_wasm("limits")).unwrap();
+    let uploaded = reqwest::Client::new()
+        .put(format!("{}/admin/api/policies/caps/component?global=true", a.url))
+        .bearer_auth(ADMIN)
+        .body(wasm)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.status(), 201);
+    let (status, body) = admin(
+        &a,
+        reqwest::Method::PUT,
+        "/admin/api/policies/caps",
+        Some(json!({"plugin": "uploaded:caps", "global": true, "settings": {"max_tokens": "50"}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(chat(&a, KEY, &greedy).await.0, 400);
+    until("B refuses what the policy uploaded on A refuses", || async { chat(&b, KEY, &greedy).await.0 == 400 }).await;
+    assert!(db.path().join("policies/caps.wasm").exists(), "B keeps the component in its own data_dir");
+
+    // Deleted on A: B lets the request through again.
+    let (status, _) = admin(&a, reqwest::Method::DELETE, "/admin/api/policies/caps", None).await;
+    assert_eq!(status, 204);
+    until("B serves again", || async { chat(&b, KEY, &greedy).await.0 == 200 }).await;
+}

@@ -23,11 +23,14 @@ impl Collector<'_> {
                     "give every policy its own name",
                 );
             }
-            if p.file().is_none() && !BUILTIN_POLICY_NAMES.contains(&p.plugin.as_str()) {
+            if !p.names_a_component() {
                 self.error(
                     &at("plugin"),
                     format!("`{}` is neither a built-in policy nor a `.wasm` file", p.plugin),
-                    format!("name one of {} or a component file ending in .wasm", BUILTIN_POLICY_NAMES.join(", ")),
+                    format!(
+                        "name one of {}, a component file ending in .wasm, or uploaded:NAME",
+                        BUILTIN_POLICY_NAMES.join(", ")
+                    ),
                 );
             }
             if p.cpu_ms == Some(0) || p.wall_ms == Some(0) {

@@ -10,7 +10,7 @@ mod in_process;
 mod keys;
 mod money;
 mod openapi;
-mod policies;
+pub(crate) mod policies;
 mod routes;
 mod settings;
 mod sources;

@@ -18,6 +18,22 @@ use crate::server::Gateway;
 use crate::server::error::ApiError;
 use crate::server::policy;
 
+/// How an uploaded policy component travels to the other replicas: with the adapters, under a
+/// name no adapter can have (an adapter's has no `.`).
+pub const REPLICATED: &str = "policy.";
+
+/// A policy component another replica's operator uploaded: checked as an upload is, kept in
+/// this replica's `data_dir/policies`; the runtime file that names it is adopted after.
+pub async fn install_replicated(gw: &Gateway, name: &str, bytes: &[u8]) -> Result<(), String> {
+    let name = checked_name(name).map_err(|e| e.message.to_string())?;
+    let sandbox = gw.settings.sandbox.limits(gw.settings.body_limit_bytes);
+    gw.plugins.load_policy(name.as_str(), bytes, sandbox).await?;
+    let file = crate::config::uploaded_file(&gw.settings.data_dir, name.as_str());
+    let dir = file.parent().expect("in data_dir/policies");
+    crate::private_fs::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    crate::private_fs::write(&file, bytes).map_err(|e| format!("cannot write {}: {e}", file.display()))
+}
+
 /// Largest policy component upload (componentize-py's carry CPython: about 20 MB).
 pub const MAX_UPLOAD: usize = 64 << 20;
 
@@ -109,12 +125,12 @@ pub async fn upload(
         ))
         .code("invalid_policy"));
     }
-    let dir = gw.settings.data_dir.join("policies");
-    let file = dir.join(format!("{name}.wasm"));
+    let file = crate::config::uploaded_file(&gw.settings.data_dir, name.as_str());
+    let dir = file.parent().expect("in data_dir/policies").to_path_buf();
     let existing = gw.runtime().config.policies.iter().find(|p| p.name == name).cloned();
     let created = existing.is_none();
     let config = PolicyConfig {
-        plugin: file.display().to_string(),
+        plugin: format!("{}{name}", crate::config::UPLOADED),
         global: options.global.unwrap_or(existing.as_ref().is_some_and(|p| p.global)),
         on_error: options.on_error.unwrap_or(existing.as_ref().map_or(OnError::Closed, |p| p.on_error)),
         ..existing.unwrap_or_else(|| PolicyConfig {
@@ -137,6 +153,10 @@ pub async fn upload(
     crate::private_fs::write(&file, &bytes).map_err(|e| internal(format!("cannot write {}: {e}", file.display())))?;
     gw.stage_policy(name.clone(), Arc::new(plugin));
     put(&gw, config).await?;
+    // The other replicas keep it in their own data_dir (their runtime file names it by name).
+    if let Some(shared) = &gw.shared {
+        shared.publish_adapter(&format!("{REPLICATED}{name}"), bytes.clone());
+    }
     tracing::info!(policy = %name, bytes = bytes.len(), "admin uploaded a policy component");
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(shown(&gw, &name))))
@@ -162,7 +182,10 @@ pub async fn delete(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) ->
         Ok(())
     })
     .await?;
-    let file = gw.settings.data_dir.join("policies").join(format!("{name}.wasm"));
+    if let Some(shared) = &gw.shared {
+        shared.publish_adapter_removed(&format!("{REPLICATED}{name}"));
+    }
+    let file = crate::config::uploaded_file(&gw.settings.data_dir, name.as_str());
     if let Err(e) = std::fs::remove_file(&file)
         && e.kind() != std::io::ErrorKind::NotFound
     {
@@ -175,7 +198,7 @@ pub async fn delete(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) ->
 /// Loads `config`'s component for the change about to name it.
 async fn stage(gw: &Gateway, config: &PolicyConfig) -> Result<(), ApiError> {
     let sandbox = gw.settings.sandbox.limits(gw.settings.body_limit_bytes);
-    let plugin = policy::load_component(&gw.plugins, config, &sandbox).await.map_err(|e| {
+    let plugin = policy::load_component(&gw.plugins, config, &sandbox, &gw.settings.data_dir).await.map_err(|e| {
         ApiError::invalid_request(format!("the change was not made: policy {e}")).code("invalid_policy")
     })?;
     gw.stage_policy(config.name.clone(), plugin);

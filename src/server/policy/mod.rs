@@ -91,10 +91,12 @@ impl Policies {
         host: &PluginHost,
         configs: &[PolicyConfig],
         sandbox: &SandboxLimits,
+        data_dir: &std::path::Path,
     ) -> anyhow::Result<Policies> {
         let mut staged = Staged::new();
         for config in configs {
-            let plugin = load_component(host, config, sandbox).await.map_err(|e| anyhow::anyhow!("policies: {e}"))?;
+            let plugin =
+                load_component(host, config, sandbox, data_dir).await.map_err(|e| anyhow::anyhow!("policies: {e}"))?;
             staged.insert(config.name.clone(), plugin);
         }
         Policies::default().rebuild(configs, &staged).map_err(|e| anyhow::anyhow!("policies: {e}"))
@@ -185,8 +187,9 @@ pub async fn load_component(
     host: &PluginHost,
     config: &PolicyConfig,
     sandbox: &SandboxLimits,
+    data_dir: &std::path::Path,
 ) -> Result<Arc<PolicyPlugin>, String> {
-    let wasm = match config.file() {
+    let wasm = match config.file(data_dir) {
         Some(path) => std::fs::read(&path).map_err(|e| {
             format!("`{}` names the file {} (plugin:), which cannot be read: {e}", config.name, path.display())
         })?,
