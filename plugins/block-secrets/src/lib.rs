@@ -5,8 +5,8 @@ mod detect;
 
 use detect::{Kind, REPLACEMENT, continuations, find, is_open_block, kind_of};
 use policy_kit::{
-    Context, Finish, Guest, Hit, Hooks, Metadata, Place, Verdict, comma_list, deny, misconfigured, rewrite_answer_text,
-    rewrite_request_text, setting, texts_of_answer, texts_of_request,
+    Hit, Hooks, Place, Verdict, comma_list, deny, misconfigured, rewrite_answer_text, rewrite_request_text, setting,
+    texts_of_answer, texts_of_request,
 };
 
 /// Long enough for every key and token here to be seen whole across stream chunks (a PEM
@@ -148,45 +148,22 @@ fn check_stream(settings: &[(String, String)], text: &str, last: bool) -> Verdic
     }
 }
 
-struct BlockSecrets;
-
-impl Guest for BlockSecrets {
-    fn describe() -> Metadata {
-        policy_kit::metadata("block-secrets", Hooks::REQUEST | Hooks::ANSWER | Hooks::STREAM, HOLD_BACK)
-    }
-
-    fn on_request(context: Context, request: String) -> Verdict {
-        check_whole(&context.settings, &request, true)
-    }
-
-    fn on_answer(context: Context, answer: String) -> Verdict {
-        check_whole(&context.settings, &answer, false)
-    }
-
-    fn on_stream(context: Context, text: String, last: bool) -> Verdict {
-        check_stream(&context.settings, &text, last)
-    }
-
-    fn on_finish(_context: Context, _finish: Finish) {}
+fn check_request(settings: &[(String, String)], request: &str) -> Verdict {
+    check_whole(settings, request, true)
 }
 
-policy_kit::export!(BlockSecrets);
+fn check_answer(settings: &[(String, String)], answer: &str) -> Verdict {
+    check_whole(settings, answer, false)
+}
+
+policy_kit::text_policy!(BlockSecrets, "block-secrets", Hooks::REQUEST | Hooks::ANSWER | Hooks::STREAM, HOLD_BACK);
 
 #[cfg(test)]
 mod tests {
     use super::detect::tests::sample;
     use super::*;
-
-    fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-    }
-
-    fn denial(verdict: Verdict) -> (u16, String, String) {
-        match verdict {
-            Verdict::Deny(d) => (d.status, d.code, d.message),
-            other => panic!("expected a denial, got {other:?}"),
-        }
-    }
+    use policy_kit::Guest;
+    use policy_kit::testing::{denial, settings};
 
     fn request(aws: &str, gh: &str) -> String {
         format!(

@@ -1,10 +1,7 @@
 //! The `deny-list` policy: refuses requests (and, with `scope: both`, answers and streams) that
 //! contain a listed word or match a listed regex; settings are compiled once and cached.
 
-use policy_kit::{
-    Context, Finish, Guest, Hooks, Metadata, Verdict, comma_list, deny, misconfigured, setting, texts_of_answer,
-    texts_of_request,
-};
+use policy_kit::{Hooks, Verdict, comma_list, deny, misconfigured, setting, texts_of_answer, texts_of_request};
 use regex::{Regex, RegexBuilder};
 use std::sync::{Arc, Mutex};
 
@@ -138,46 +135,15 @@ fn compiled_or_allow(settings: &[(String, String)]) -> Verdict {
     }
 }
 
-struct DenyList;
-
-impl Guest for DenyList {
-    /// Answers and streams are hooked whatever the scope (describe sees no settings); they
-    /// pass everything unless `scope` is `both`.
-    fn describe() -> Metadata {
-        policy_kit::metadata("deny-list", Hooks::REQUEST | Hooks::ANSWER | Hooks::STREAM, HOLD_BACK)
-    }
-
-    fn on_request(context: Context, request: String) -> Verdict {
-        check_request(&context.settings, &request)
-    }
-
-    fn on_answer(context: Context, answer: String) -> Verdict {
-        check_answer(&context.settings, &answer)
-    }
-
-    fn on_stream(context: Context, text: String, last: bool) -> Verdict {
-        check_stream(&context.settings, &text, last)
-    }
-
-    fn on_finish(_context: Context, _finish: Finish) {}
-}
-
-policy_kit::export!(DenyList);
+// Answers and streams are hooked whatever the scope (describe sees no settings); they pass
+// everything unless `scope` is `both`.
+policy_kit::text_policy!(DenyList, "deny-list", Hooks::REQUEST | Hooks::ANSWER | Hooks::STREAM, HOLD_BACK);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-    }
-
-    fn denial(verdict: Verdict) -> (u16, String, String) {
-        match verdict {
-            Verdict::Deny(d) => (d.status, d.code, d.message),
-            other => panic!("expected a denial, got {other:?}"),
-        }
-    }
+    use policy_kit::Guest;
+    use policy_kit::testing::{denial, settings};
 
     fn request(text: &str) -> String {
         serde_json::json!({"model": "m", "messages": [{"role": "user", "content": text}]}).to_string()

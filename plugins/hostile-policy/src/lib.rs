@@ -42,7 +42,9 @@ impl Guest for Hostile {
     /// `stop-stream`: lets the first text through, ends the stream at the first text after it.
     fn on_stream(context: Context, text: String, _last: bool) -> Verdict {
         match setting(&context.settings, "mode") {
-            Some("stop-stream") if text.contains("STOP") => deny(451, "stopped_by_policy", "the policy ended this answer"),
+            Some("stop-stream") if text.contains("STOP") => {
+                deny(451, "stopped_by_policy", "the policy ended this answer")
+            }
             _ => Verdict::Allow,
         }
     }

@@ -159,17 +159,7 @@ policy_kit::export!(Limits);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-    }
-
-    fn denial(verdict: Verdict) -> (u16, String, String) {
-        match verdict {
-            Verdict::Deny(d) => (d.status, d.code, d.message),
-            other => panic!("expected a denial, got {other:?}"),
-        }
-    }
+    use policy_kit::testing::{denial, settings};
 
     fn check(pairs: &[(&str, &str)], request: &str) -> Verdict {
         check_request("m", &settings(pairs), request)

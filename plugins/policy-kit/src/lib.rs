@@ -16,6 +16,55 @@ pub use bindings::export;
 
 pub mod json;
 
+/// What the policies' unit tests share: settings from pairs, a denial's parts.
+pub mod testing {
+    use super::Verdict;
+
+    /// Settings as the host hands them, from `(key, value)` pairs.
+    pub fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    /// A denial's status, code and message; any other verdict fails the test.
+    pub fn denial(verdict: Verdict) -> (u16, String, String) {
+        match verdict {
+            Verdict::Deny(d) => (d.status, d.code, d.message),
+            other => panic!("expected a denial, got {other:?}"),
+        }
+    }
+}
+
+/// The `Guest` of a policy whose hooks are plain functions of its settings and payload, in the
+/// calling module: `check_request`, `check_answer` and `check_stream`; `on_finish` does nothing.
+#[macro_export]
+macro_rules! text_policy {
+    ($guest:ident, $name:literal, $hooks:expr, $hold_back:expr) => {
+        struct $guest;
+
+        impl $crate::Guest for $guest {
+            fn describe() -> $crate::Metadata {
+                $crate::metadata($name, $hooks, $hold_back)
+            }
+
+            fn on_request(context: $crate::Context, request: String) -> $crate::Verdict {
+                check_request(&context.settings, &request)
+            }
+
+            fn on_answer(context: $crate::Context, answer: String) -> $crate::Verdict {
+                check_answer(&context.settings, &answer)
+            }
+
+            fn on_stream(context: $crate::Context, text: String, last: bool) -> $crate::Verdict {
+                check_stream(&context.settings, &text, last)
+            }
+
+            fn on_finish(_context: $crate::Context, _finish: $crate::Finish) {}
+        }
+
+        $crate::export!($guest);
+    };
+}
+
 pub use bindings::exports::switchyard::policy::policy::Guest;
 pub use bindings::switchyard::policy::host;
 pub use bindings::switchyard::policy::types::{Context, Denial, Finish, Hooks, Metadata, Outcome, Verdict};

@@ -5,8 +5,8 @@ mod detect;
 
 use detect::{Entity, entity_of, find};
 use policy_kit::{
-    Context, Finish, Guest, Hooks, Metadata, Verdict, comma_list, deny, misconfigured, rewrite_answer_text,
-    rewrite_request_text, setting, texts_of_answer, texts_of_request,
+    Hooks, Verdict, comma_list, deny, misconfigured, rewrite_answer_text, rewrite_request_text, setting,
+    texts_of_answer, texts_of_request,
 };
 
 /// Long enough for any entity found here to be seen whole across stream chunks.
@@ -137,44 +137,13 @@ fn check_stream(settings: &[(String, String)], text: &str, last: bool) -> Verdic
     }
 }
 
-struct RedactPii;
-
-impl Guest for RedactPii {
-    fn describe() -> Metadata {
-        policy_kit::metadata("redact-pii", Hooks::REQUEST | Hooks::ANSWER | Hooks::STREAM, HOLD_BACK)
-    }
-
-    fn on_request(context: Context, request: String) -> Verdict {
-        check_request(&context.settings, &request)
-    }
-
-    fn on_answer(context: Context, answer: String) -> Verdict {
-        check_answer(&context.settings, &answer)
-    }
-
-    fn on_stream(context: Context, text: String, last: bool) -> Verdict {
-        check_stream(&context.settings, &text, last)
-    }
-
-    fn on_finish(_context: Context, _finish: Finish) {}
-}
-
-policy_kit::export!(RedactPii);
+policy_kit::text_policy!(RedactPii, "redact-pii", Hooks::REQUEST | Hooks::ANSWER | Hooks::STREAM, HOLD_BACK);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn settings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-    }
-
-    fn denial(verdict: Verdict) -> (u16, String, String) {
-        match verdict {
-            Verdict::Deny(d) => (d.status, d.code, d.message),
-            other => panic!("expected a denial, got {other:?}"),
-        }
-    }
+    use policy_kit::Guest;
+    use policy_kit::testing::{denial, settings};
 
     const REQUEST: &str = r#"{"model":"m","messages":[{"role":"user","content":"I am a@b.io, call +1 555 123 4567"},{"role":"user","content":[{"type":"text","text":"card 4111 1111 1111 1111"}]}],"max_tokens":5}"#;
 
