@@ -37,8 +37,11 @@ export CFLAGS_wasm32_wasip2="--target=wasm32-wasip2 --sysroot=$sysroot -I$work/a
     RUSTFLAGS="--remap-path-prefix=$cargo_home=/cargo" \
     cargo build --release --locked --target wasm32-wasip2 --target-dir "$target_dir")
 
+# The adapter WIT is what the component is built from: the files at wit/'s top level (other
+# packages, such as wit/policy/, are not part of it).
 sources_hash() {
-    find Cargo.toml Cargo.lock build.rs src shim scripts ../plugins/kit/Cargo.toml ../plugins/kit/src ../wit -type f \
+    { find Cargo.toml Cargo.lock build.rs src shim scripts ../plugins/kit/Cargo.toml ../plugins/kit/src -type f;
+      find ../wit -maxdepth 1 -type f -name '*.wit'; } \
         | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1
 }
 built="$target_dir/wasm32-wasip2/release/lua_compat.wasm"
