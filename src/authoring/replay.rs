@@ -28,6 +28,24 @@ pub struct Replayed<D> {
     pub denied: Option<D>,
 }
 
+impl<D> Replayed<D> {
+    /// Counts one call's step: a rewrite replaces the held text, a denial ends the replay (true).
+    fn took(&mut self, step: StreamStep<D>, held: &mut String) -> bool {
+        match step {
+            StreamStep::Allow => false,
+            StreamStep::Rewrite(text) => {
+                self.rewrites += 1;
+                *held = text;
+                false
+            }
+            StreamStep::Deny(denial) => {
+                self.denied = Some(denial);
+                true
+            }
+        }
+    }
+}
+
 /// Replays `deltas` through `check(text, last)` with `hold_back` characters held back. A
 /// failed call (`Err`) ends the replay with that error.
 pub async fn replay<D, E, F, Fut>(deltas: &[String], hold_back: usize, mut check: F) -> Result<Replayed<D>, E>
@@ -40,50 +58,19 @@ where
     for delta in deltas.iter().filter(|d| !d.is_empty()) {
         held.push_str(delta);
         out.calls += 1;
-        match check(held.clone(), false).await? {
-            StreamStep::Allow => {}
-            StreamStep::Rewrite(text) => {
-                out.rewrites += 1;
-                held = text;
-            }
-            StreamStep::Deny(denial) => {
-                out.denied = Some(denial);
-                return Ok(out);
-            }
+        if out.took(check(held.clone(), false).await?, &mut held) {
+            return Ok(out);
         }
-        out.seen.push_str(&release(&mut held, hold_back));
+        out.seen.push_str(&crate::plugin::release_held(&mut held, hold_back));
     }
     if !held.is_empty() {
         out.calls += 1;
-        match check(held.clone(), true).await? {
-            StreamStep::Allow => {}
-            StreamStep::Rewrite(text) => {
-                out.rewrites += 1;
-                held = text;
-            }
-            StreamStep::Deny(denial) => {
-                out.denied = Some(denial);
-                return Ok(out);
-            }
+        if out.took(check(held.clone(), true).await?, &mut held) {
+            return Ok(out);
         }
         out.seen.push_str(&held);
     }
     Ok(out)
-}
-
-/// Takes from `held` all but its last `keep` characters: what may go to the client now (the
-/// host's rule, in characters, cut on their boundaries).
-pub fn release(held: &mut String, keep: usize) -> String {
-    if keep == 0 {
-        return std::mem::take(held);
-    }
-    match held.char_indices().rev().nth(keep - 1) {
-        Some((at, _)) => {
-            let tail = held.split_off(at);
-            std::mem::replace(held, tail)
-        }
-        None => String::new(),
-    }
 }
 
 #[cfg(test)]
@@ -93,19 +80,6 @@ mod tests {
 
     fn deltas(parts: &[&str]) -> Vec<String> {
         parts.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn release_keeps_the_last_characters_back() {
-        let mut held = "write to bob@exa".to_string();
-        assert_eq!(release(&mut held, 7), "write to ");
-        assert_eq!(held, "bob@exa");
-        let mut wide = "aé€😀b".to_string();
-        assert_eq!(release(&mut wide, 2), "aé€");
-        assert_eq!(wide, "😀b");
-        let mut short = "héé".to_string();
-        assert_eq!(release(&mut short, 7), "");
-        assert_eq!(short, "héé");
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub use error::{GuestCall, SandboxCause, SandboxError};
 pub use lua::BUNDLED_SCRIPTS;
 pub use policy::{
     Context as PolicyContext, Denial, Finish, Hooks, MAX_HOLD_BACK, Outcome, PolicyFailure, PolicyPlugin, Verdict,
+    release_held,
 };
 pub use session::{AdapterSession, GuestResult};
 

@@ -163,6 +163,21 @@ impl PolicyPlugin {
 /// The most streamed text a policy may hold back from the client.
 pub const MAX_HOLD_BACK: u32 = 4096;
 
+/// Takes from `held` all but its last `keep` characters: what of a stream's held text may go
+/// to the client now (counted in characters, cut on their boundaries).
+pub fn release_held(held: &mut String, keep: usize) -> String {
+    if keep == 0 {
+        return std::mem::take(held);
+    }
+    match held.char_indices().rev().nth(keep - 1) {
+        Some((at, _)) => {
+            let tail = held.split_off(at);
+            std::mem::replace(held, tail)
+        }
+        None => String::new(),
+    }
+}
+
 /// The longest message a denial may carry to the client.
 const MAX_DENIAL_BYTES: usize = 4096;
 
@@ -216,5 +231,26 @@ impl bindings::switchyard::policy::host::Host for GuestState {
             LogLevel::Warn => tracing::warn!(policy, "{message}"),
             LogLevel::Error => tracing::error!(policy, "{message}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::release_held;
+
+    #[test]
+    fn release_keeps_the_last_characters_back() {
+        let mut held = "write to bob@exa".to_string();
+        assert_eq!(release_held(&mut held, 7), "write to ");
+        assert_eq!(held, "bob@exa");
+        let mut short = "héé".to_string();
+        assert_eq!(release_held(&mut short, 7), "", "shorter than the hold-back: all of it stays");
+        assert_eq!(short, "héé");
+        let mut wide = "aé€😀b".to_string();
+        assert_eq!(release_held(&mut wide, 2), "aé€", "counted in characters, cut on their boundaries");
+        assert_eq!(wide, "😀b");
+        let mut all = "text".to_string();
+        assert_eq!(release_held(&mut all, 0), "text");
+        assert!(all.is_empty());
     }
 }

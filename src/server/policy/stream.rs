@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use super::Stage;
-use crate::plugin::Outcome;
+use crate::plugin::{Outcome, release_held};
 use crate::provider::{AttemptError, ChunkGuard};
 
 /// Choices a stream may carry text for; past these, text of further choices passes unchecked
@@ -79,7 +79,7 @@ impl Guard {
                 checked
             } else {
                 let mut checked = checked;
-                let released = release(&mut checked, self.stage.hold_back);
+                let released = release_held(&mut checked, self.stage.hold_back);
                 self.held.insert(index, checked);
                 released
             };
@@ -167,20 +167,6 @@ impl Drop for Guard {
     }
 }
 
-/// Takes from `held` all but its last `keep` characters: what may go to the client now.
-fn release(held: &mut String, keep: usize) -> String {
-    if keep == 0 {
-        return std::mem::take(held);
-    }
-    match held.char_indices().rev().nth(keep - 1) {
-        Some((at, _)) => {
-            let tail = held.split_off(at);
-            std::mem::replace(held, tail)
-        }
-        None => String::new(),
-    }
-}
-
 fn into_attempt(error: super::ApiError) -> AttemptError {
     AttemptError::Policy {
         status: error.status.as_u16(),
@@ -191,25 +177,4 @@ fn into_attempt(error: super::ApiError) -> AttemptError {
 
 fn policy_error(status: u16, code: &str, message: &str) -> AttemptError {
     AttemptError::Policy { status, code: code.into(), message: message.into() }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn release_keeps_the_last_characters_back() {
-        let mut held = "write to bob@exa".to_string();
-        assert_eq!(release(&mut held, 7), "write to ");
-        assert_eq!(held, "bob@exa");
-        let mut short = "héé".to_string();
-        assert_eq!(release(&mut short, 7), "", "shorter than the hold-back: all of it stays");
-        assert_eq!(short, "héé");
-        let mut wide = "aé€😀b".to_string();
-        assert_eq!(release(&mut wide, 2), "aé€", "counted in characters, cut on their boundaries");
-        assert_eq!(wide, "😀b");
-        let mut all = "text".to_string();
-        assert_eq!(release(&mut all, 0), "text");
-        assert!(all.is_empty());
-    }
 }
