@@ -1,6 +1,7 @@
 //! Switchyard: an LLM API gateway whose protocol adapters are sandboxed WebAssembly components.
 //! server → router → scheduler → provider (adapter session in the plugin host → upstream); state in SQLite.
 
+pub mod access;
 pub mod alerts;
 pub mod authoring;
 pub mod config;

@@ -142,9 +142,8 @@ pub async fn build_with_clock(
     let store = Arc::new(crate::state::StateStore::start(&settings.state_db())?);
     let logs = settings.log_retention_days.filter(|d| *d > 0);
     let responses = settings.response_retention_days.filter(|d| *d > 0);
-    if logs.is_some() || responses.is_some() {
-        prune_hourly(store.clone(), clock.clone(), logs, responses);
-    }
+    let audit = (settings.access.audit_retention_days.get() as u32, settings.access.audit_max_entries.get());
+    prune_hourly(store.clone(), clock.clone(), logs, responses, audit);
     let (plugins, report) = PluginHost::load(
         settings.sandbox.limits(settings.body_limit_bytes),
         Some(settings.component_cache_dir()),
@@ -217,6 +216,7 @@ fn prune_hourly(
     clock: Arc<dyn Clock>,
     logs: Option<u32>,
     responses: Option<u32>,
+    (audit_days, audit_max): (u32, u64),
 ) {
     let before = move |days: u32| clock.now().0.saturating_sub(days as u64 * 86_400_000);
     crate::tasks::spawn("retention pruner", async move {
@@ -229,6 +229,7 @@ fn prune_hourly(
             if let Some(days) = responses {
                 store.prune_responses(before(days));
             }
+            store.prune_audit(before(audit_days), audit_max);
         }
     });
 }

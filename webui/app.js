@@ -2,7 +2,8 @@
 // import('./pages/NAME.js'); a page that fails to load or throws shows an ErrorBox.
 import { html, render, useState, useEffect, useRef, Component } from './lib.js';
 import { api, token, onUnauthorized } from './api.js';
-import { ErrorBox, Loading, Toasts, Button, Field, parseHash } from './ui.js';
+import { ErrorBox, Loading, Toasts, Button, Field, Pill, parseHash } from './ui.js';
+import { loadMe, setMe, useMe, VIA } from './access.js';
 
 const ICON = new URL('./favicon.svg', import.meta.url).href;
 
@@ -17,6 +18,7 @@ const PAGES = [
   { id: 'logs', label: 'Logs', icon: '☰' },
   { id: 'playground', label: 'Playground', icon: '▷' },
   { id: 'operations', label: 'Operations', icon: '⚙' },
+  { id: 'access', label: 'Access', icon: '◇' },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -71,16 +73,17 @@ function Login({ message, onLogin }) {
   const submit = async (e) => {
     e.preventDefault();
     const t = value.trim();
-    if (!t) { setError({ message: 'enter the admin token' }); return; }
+    if (!t) { setError({ message: 'enter the admin token or a personal token' }); return; }
     setBusy(true);
     setError(null);
     token.set(t); // api() reads the token from sessionStorage; removed again unless accepted
     try {
-      await api('GET', '/settings');
+      await loadMe();
       onLogin();
     } catch (err) {
       token.clear();
-      setError(err.status === 401 ? { message: 'admin token refused' } : err);
+      setMe(null);
+      setError(err.status === 401 ? { message: 'token refused' } : err);
     } finally {
       setBusy(false);
     }
@@ -89,8 +92,8 @@ function Login({ message, onLogin }) {
     <form class="login card" onSubmit=${submit} aria-labelledby="login-title">
       <div class="brand brand-login"><img src=${ICON} alt="" width="28" height="28" /><span>Switchyard</span></div>
       <h1 id="login-title">Log in</h1>
-      <p class="muted">Enter the gateway's <code>admin_token</code>. It is kept for this browser tab only.</p>
-      <${Field} label="Admin token">
+      <p class="muted">Enter the gateway's <code>admin_token</code> or a personal token (<code>sya_…</code>). It is kept for this browser tab only.</p>
+      <${Field} label="Admin token or personal token">
         <input type="password" autocomplete="current-password" value=${value} autofocus
           onInput=${(e) => setValue(e.currentTarget.value)} required />
       <//>
@@ -161,6 +164,16 @@ function useRoute() {
 // ---------------------------------------------------------------------------------------------
 // Shell
 
+/** Who is logged in, with the role (the name folds away at phone width). */
+function WhoAmI() {
+  const me = useMe();
+  if (!me) return null;
+  const kind = me.role === 'admin' ? 'warn' : me.role === 'operator' ? 'info' : 'off';
+  const title = `Logged in as ${me.name} (${me.role}) with ${VIA[me.via] ?? me.via}`;
+  return html`<a class="whoami" href="#/access" data-testid="whoami" title=${title} aria-label=${title}>
+    <span class="whoami-name">${me.name}</span> <${Pill} kind=${kind} data-role=${me.role}>${me.role}<//></a>`;
+}
+
 function Shell({ onLogout }) {
   const page = useRoute();
   const [menuOpen, setMenuOpen] = useState(false);
@@ -187,6 +200,7 @@ function Shell({ onLogout }) {
     <header class="topbar">
       <a class="brand" href="#/overview"><img src=${ICON} alt="" width="22" height="22" /><span>Switchyard</span></a>
       <div class="topbar-actions">
+        <${WhoAmI} />
         <${ThemeToggle} />
         <${Button} size="sm" variant="ghost" onClick=${onLogout}>Log out<//>
       </div>
@@ -206,21 +220,45 @@ function Shell({ onLogout }) {
   </div>`;
 }
 
+/** A tab reloaded with a token kept: asks who it is (GET /me) before showing any page. */
+function Resume({ onLogout }) {
+  const [error, setError] = useState(null);
+  const [attempt, setAttempt] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setError(null);
+    // A 401 ends the session through onUnauthorized (the login comes back with its message).
+    loadMe().catch((e) => { if (live && e?.status !== 401) setError(e); });
+    return () => { live = false; };
+  }, [attempt]);
+  if (!error) return html`<div class="login-wrap"><${Loading} label="Checking the token…" /></div>`;
+  // Not `.login`: a 401 here must end the session (onUnauthorized skips the login form's own checks).
+  return html`<div class="login-wrap"><div class="resume card">
+    <${ErrorBox} title="Could not ask the gateway who you are" error=${error} onRetry=${() => setAttempt(attempt + 1)} />
+    <${Button} onClick=${onLogout}>Log out<//>
+  </div></div>`;
+}
+
 function App() {
   const [authed, setAuthed] = useState(!!token.get());
   const [message, setMessage] = useState(null);
+  const me = useMe();
   useEffect(() => onUnauthorized(() => {
     // The login form's own check clears the token itself; only a session in use is ended here.
     if (!document.querySelector('.login')) {
       token.clear();
-      setMessage('The admin token was refused (401): sign in again.');
+      setMe(null);
+      setMessage('The token was refused (401): it was revoked, expired or changed. Sign in again.');
       setAuthed(false);
     }
   }), []);
+  const logout = () => { token.clear(); setMe(null); setMessage(null); setAuthed(false); };
   if (!authed) {
     return html`<${Login} message=${message} onLogin=${() => { setMessage(null); setAuthed(true); }} /><${Toasts} />`;
   }
-  return html`<${Shell} onLogout=${() => { token.clear(); setMessage(null); setAuthed(false); }} />`;
+  if (!me) return html`<${Resume} onLogout=${logout} /><${Toasts} />`;
+  // Keyed by identity: another login renders every page afresh for its role.
+  return html`<${Shell} key=${`${me.name}\u0000${me.role}\u0000${me.via}`} onLogout=${logout} />`;
 }
 
 render(html`<${App} />`, document.getElementById('app'));

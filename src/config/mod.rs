@@ -1,6 +1,7 @@
 //! `config.yaml`: the typed configuration, and loading it with `${VAR}` expansion and
 //! validation that reports every error with file, line, field and fix.
 
+mod access;
 mod cache;
 mod env;
 mod error;
@@ -21,6 +22,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::domain::{AdapterName, ChannelSelection, GroupName, KeyName, PolicyName, Secret, SourceName, mask};
+pub use access::{AccessConfig, AdminTokenRecord};
 pub use cache::{CacheConfig, MAX_CACHE_TTL_SECONDS, SemanticConfig};
 pub use env::expand as expand_env;
 pub use error::{ConfigError, FieldError};
@@ -83,6 +85,8 @@ pub struct Settings {
     pub shared_state: Option<SharedStateConfig>,
     /// Where prices come from, and whether costs and budgets are kept.
     pub pricing: PricingConfig,
+    /// Personal tokens' longest life, the audit trail's retention, the bot's role.
+    pub access: AccessConfig,
     /// The response cache's bounds and sharing.
     pub cache: CacheConfig,
     /// Policy plugins, in the order they run at each place (global, key, route, source).

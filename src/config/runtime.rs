@@ -161,6 +161,9 @@ pub struct RuntimeFile {
     /// one named like a config.yaml policy replaces it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<crate::config::PolicyConfig>,
+    /// Personal admin tokens, by digest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub admin_tokens: Vec<crate::config::AdminTokenRecord>,
 }
 
 /// config.yaml's sources, routes and keys with the runtime file's on top, by name. (The AUTO

@@ -1,5 +1,5 @@
 //! The bottom floor: plain types and policies every other module shares (names, time, money,
-//! quota periods, slots, the scheduler's policies, what a failure means, sandbox limits). It imports nothing of ours.
+//! quota periods, slots, operators' roles, the scheduler's policies, what a failure means, sandbox limits). It imports nothing of ours.
 
 mod account;
 mod clock;
@@ -8,6 +8,7 @@ mod money;
 mod names;
 mod period;
 mod policy;
+mod role;
 mod sandbox;
 mod slot;
 
@@ -21,6 +22,7 @@ pub use names::{
 };
 pub use period::{Period, PeriodName, Quota, Usage};
 pub use policy::{AffinityPolicy, ChannelSelection, CooldownPolicy, ScoringPolicy};
+pub use role::Role;
 pub use sandbox::{AdapterGrant, SandboxLimits};
 pub use slot::SlotKey;
 

@@ -746,7 +746,7 @@ fn authorize(gw: &Gateway, headers: &HeaderMap, peer: std::net::IpAddr) -> Resul
     {
         return Ok(());
     }
-    if super::admin::authorize(gw, headers).is_ok() {
+    if super::admin::authenticate(gw, headers, None).is_ok() {
         return Ok(());
     }
     if sent {

@@ -198,6 +198,7 @@ impl Gateway {
             Refused::Write(e) => internal(format!("cannot write {}: {e}", self.settings.runtime_file.display())),
             Refused::Install(e) => e,
         })?;
+        admin::trail::edited(&current, &self.runtime());
         if let Some((shared, yaml)) = shared {
             shared.publish_runtime(yaml);
         }
@@ -421,6 +422,10 @@ impl crate::shared::Replica for Gateway {
         }
         let name = admin::adapters::checked_name(name).map_err(|e| e.message.to_string())?;
         admin::adapters::remove(self, &name).map_err(|e| e.message.to_string())
+    }
+
+    fn record_audit(&self, entry: crate::access::AuditEntry) {
+        self.state.audit(entry.bounded());
     }
 }
 

@@ -8,7 +8,7 @@ use crate::domain::{SlotKey, UnixMs};
 use crate::scheduler::SlotHealth;
 
 /// Largest event read.
-const MAX_EVENT_BYTES: usize = 64 << 10;
+pub(super) const MAX_EVENT_BYTES: usize = 64 << 10;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -41,6 +41,10 @@ pub enum What {
     },
     AdapterRemoved {
         name: String,
+    },
+    /// An audit entry written on the replica it came from.
+    Audit {
+        entry: Box<crate::access::AuditEntry>,
     },
 }
 

@@ -29,6 +29,7 @@ use events::What;
 pub use keys::Keys;
 use link::Link;
 use outbox::Tee;
+pub use publish::hex_sha256;
 
 /// How long a probe claim is held at most (a probe that ends gives it back earlier).
 const PROBE_HOLD_MAX: Duration = Duration::from_secs(120);
@@ -52,6 +53,8 @@ pub trait Replica: Send + Sync + 'static {
     fn install_adapter(&self, name: String, bytes: Vec<u8>) -> BoxFuture<'_, Result<(), String>>;
     /// An adapter another replica's operator deleted.
     fn remove_adapter(&self, name: &str) -> Result<(), String>;
+    /// An audit entry another replica wrote: kept in this replica's trail too.
+    fn record_audit(&self, entry: crate::access::AuditEntry);
 }
 
 #[derive(Debug, Default, Clone)]

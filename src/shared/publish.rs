@@ -64,6 +64,22 @@ impl Shared {
         self.announce(pipe, What::AdapterRemoved { name: name.to_string() }, "this adapter deletion");
     }
 
+    /// Sends an audit entry this replica wrote to the others' trails. One too large for an
+    /// event goes without its objects' before and after (this replica's trail has them).
+    pub fn publish_audit(self: &Arc<Self>, entry: &crate::access::AuditEntry) {
+        let mut entry = entry.clone();
+        if serde_json::to_string(&entry).map_or(0, |t| t.len()) > super::events::MAX_EVENT_BYTES - 1024 {
+            for change in &mut entry.changes {
+                change.before = None;
+                change.after = None;
+            }
+            entry.note = Some(format!("before and after kept on replica {}", entry.replica.as_deref().unwrap_or("?")));
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        self.announce(pipe, What::Audit { entry: Box::new(entry) }, "this audit entry");
+    }
+
     /// Runs `pipe` and then publishes `what`, in the background (see `send_later`).
     fn announce(self: &Arc<Self>, mut pipe: redis::Pipeline, what: What, about: &'static str) {
         let event = Event { from: self.instance.clone(), what };
@@ -159,7 +175,7 @@ impl Shared {
     }
 }
 
-fn hex_sha256(bytes: &[u8]) -> String {
+pub fn hex_sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }

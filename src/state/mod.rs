@@ -3,6 +3,7 @@
 //! journal on the request path and committed by one writer thread in batches, so no request
 //! waits on SQLite and a killed process loses nothing.
 
+mod audit;
 mod journal;
 mod logs;
 mod queue;
@@ -13,6 +14,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
 
+pub use audit::AuditPage;
 pub use logs::{Bucket, Grid, LogPage, LogQuery, LogRow, MAX_BUCKETS, MAX_PAGE, SpendBy, SpendRow};
 pub use responses::StoredResponse;
 pub use schema::open;
@@ -59,6 +61,10 @@ pub(crate) enum Change {
     /// Every turn of the key with this id.
     DeleteOwnerResponses(String),
     PruneResponses(u64),
+    /// An audit entry, this replica's or another's (stored once by id).
+    Audit(Box<crate::access::AuditEntry>),
+    /// (older than, most kept)
+    PruneAudit(u64, u64),
 }
 
 /// One budget a served attempt's cost is added to: the account, its period, and the window the
@@ -137,6 +143,21 @@ impl StateStore {
     /// Deletes log rows older than `before_ms`.
     pub fn prune_logs(&self, before_ms: u64) {
         self.send(Change::PruneLogs(before_ms));
+    }
+
+    /// Appends an audit entry: journaled when this returns.
+    pub fn audit(&self, entry: crate::access::AuditEntry) {
+        self.send(Change::Audit(Box::new(entry)));
+    }
+
+    pub fn prune_audit(&self, before_ms: u64, max_entries: u64) {
+        self.send(Change::PruneAudit(before_ms, max_entries));
+    }
+
+    /// A page of the audit trail, with every entry journaled before the call.
+    pub fn query_audit(&self, q: &crate::access::AuditQuery) -> Result<AuditPage, StateError> {
+        self.flush();
+        self.read(|conn| audit::query(conn, q))
     }
 
     /// Stores a Responses turn: journaled when this returns, readable by [`StateStore::response`]

@@ -5,11 +5,11 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use super::{StateError, logs, responses};
+use super::{StateError, audit, logs, responses};
 use crate::config::{KeyName, SourceName};
 use crate::scheduler::{Account, Binding, Loaded, Period, QuotaKey, SlotHealth, SlotKey, Stats, UnixMs, Usage, Window};
 
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
 
 /// Opens (creating if needed) the state database and brings its schema up to date.
 pub fn open(path: &Path) -> Result<Connection, StateError> {
@@ -61,6 +61,7 @@ pub fn open(path: &Path) -> Result<Connection, StateError> {
     add_column(&conn, "cooldowns", "no_probe_before", "INTEGER").map_err(wrap)?;
     logs::migrate(&conn).map_err(wrap)?;
     responses::migrate(&conn).map_err(wrap)?;
+    audit::migrate(&conn).map_err(wrap)?;
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) ON CONFLICT(key) DO UPDATE SET value = ?1",
         [SCHEMA_VERSION.to_string()],

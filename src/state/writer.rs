@@ -5,7 +5,7 @@ use std::sync::{Mutex, mpsc};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Change, journal, logs, queue, responses};
+use super::{Change, audit, journal, logs, queue, responses};
 
 /// Changes between two checkpoints of the WAL into the database file.
 const CHECKPOINT_EVERY: usize = 1024;
@@ -230,6 +230,13 @@ fn apply(tx: &rusqlite::Transaction<'_>, change: Change, charges: &mut Charges) 
         Change::DeleteOwnerResponses(owner) => {
             let deleted = responses::delete_owner(tx, &owner)?;
             tracing::info!(deleted, "a deleted key's stored responses deleted");
+        }
+        Change::Audit(entry) => audit::insert(tx, &entry)?,
+        Change::PruneAudit(before, max) => {
+            let pruned = audit::prune(tx, before, max)?;
+            if pruned > 0 {
+                tracing::info!(pruned, "audit entries past their retention deleted");
+            }
         }
         Change::PruneResponses(before) => {
             let pruned = responses::prune(tx, before)?;

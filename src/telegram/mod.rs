@@ -147,7 +147,9 @@ impl Bot {
         {
             tracing::warn!(chat, "telegram: could not answer the button press: {e}");
         }
-        let (reply, keyboard) = replies::run(&self.admin, &command).await;
+        // The sender is who the audit trail names; without one (a channel post), the chat.
+        let admin = self.admin.for_telegram_user(sender.unwrap_or(chat));
+        let (reply, keyboard) = replies::run(&admin, &command).await;
         self.send(chat, &reply, keyboard).await;
     }
 

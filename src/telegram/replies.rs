@@ -152,15 +152,10 @@ async fn keys(admin: &InProcess) -> String {
     if lines.is_empty() { "No gateway keys.".into() } else { bounded_lines(lines) }
 }
 
-/// `/disable` and `/enable`: the source as the admin API shows it, sent back with `enabled` changed.
+/// `/disable` and `/enable`: the operator's switch, which changes only `enabled`.
 async fn switch(admin: &InProcess, source: &str, enabled: bool) -> String {
-    let path = format!("/sources/{}", utf8_percent(source));
-    let (status, mut shown) = admin.call(Method::GET, &path, None).await;
-    if status != 200 {
-        return done(status, &shown, |_| String::new());
-    }
-    shown["enabled"] = json!(enabled);
-    let (status, answer) = admin.call(Method::PUT, &path, Some(shown)).await;
+    let path = format!("/sources/{}/{}", utf8_percent(source), if enabled { "enable" } else { "disable" });
+    let (status, answer) = admin.call(Method::POST, &path, None).await;
     let verb = if enabled { "enabled: requests go to it again" } else { "disabled: no request goes to it" };
     done(status, &answer, |_| format!("Source {source} {verb}."))
 }

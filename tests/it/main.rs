@@ -9,6 +9,7 @@
 
 mod support;
 
+mod access;
 mod admin;
 mod anthropic_upstream;
 mod authoring;

@@ -647,3 +647,74 @@ async fn a_policy_uploaded_on_one_replica_acts_on_the_other() {
     assert_eq!(status, 204);
     until("B serves again", || async { chat(&b, KEY, &greedy).await.0 == 200 }).await;
 }
+
+#[tokio::test]
+async fn a_personal_token_made_on_one_replica_works_on_the_other_and_both_trails_hold_its_changes() {
+    let redis = RedisServer::start();
+    let up = Upstream::start().await;
+    let prefix = prefix();
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let shipped = |name: &str| {
+        format!(
+            "admin_token: {ADMIN}\nshared_state: {{url: \"{}\", replica: {name}, prefix: {prefix}}}\nsources:\n  - {{name: first, base_url: \"{}\", models: [{{name: m}}]}}\n",
+            redis.url(),
+            up.url
+        )
+    };
+    let a = Binary::start_with_keys(da.path(), &keys(), &shipped("a"));
+    let b = Binary::start_with_keys(db.path(), &keys(), &shipped("b"));
+
+    // An operator's token made on A acts on B once the runtime file reached it.
+    let made = json!({"name": "laptop", "owner": "olivia", "role": "operator"});
+    let (status, token) = admin(&a, reqwest::Method::POST, "/admin/api/tokens", Some(made)).await;
+    assert_eq!(status, 201, "{token}");
+    let secret = token["token"].as_str().unwrap().to_string();
+    let disable = || async {
+        reqwest::Client::new()
+            .post(format!("{}/admin/api/sources/first/disable", b.url))
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    // Waited for with the admin token: wrong tokens would get this address throttled.
+    let id = token["id"].as_str().unwrap().to_string();
+    until("B knows the token made on A", || async {
+        let (_, listed) = admin(&b, reqwest::Method::GET, "/admin/api/tokens", None).await;
+        listed["tokens"].as_array().is_some_and(|t| t.iter().any(|t| t["id"] == id.as_str()))
+    })
+    .await;
+    assert_eq!(disable().await, 200);
+
+    // The switch made on B is in A's trail, with its actor, replica and change.
+    let on_a = || async {
+        let (_, page) = admin(&a, reqwest::Method::GET, "/admin/api/audit?actor=olivia", None).await;
+        page["entries"].as_array().cloned().unwrap_or_default()
+    };
+    until("A's trail has B's change", || async { !on_a().await.is_empty() }).await;
+    let entries = on_a().await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(
+        (entries[0]["replica"].as_str(), entries[0]["path"].as_str()),
+        (Some("b"), Some("/admin/api/sources/first/disable"))
+    );
+    assert_eq!(entries[0]["changes"][0]["after"]["enabled"], false);
+    // And A's own entry (the token made there) reached B's trail.
+    until("B's trail has A's entry", || async {
+        let (_, page) = admin(&b, reqwest::Method::GET, "/admin/api/audit?path=/admin/api/tokens", None).await;
+        page["entries"].as_array().is_some_and(|e| e.iter().any(|e| e["replica"] == "a" && e["outcome"] == "done"))
+    })
+    .await;
+
+    // Revoked on B: refused on A.
+    let (status, _) = admin(&b, reqwest::Method::DELETE, &format!("/admin/api/tokens/{id}"), None).await;
+    assert_eq!(status, 204);
+    until("A refuses the revoked token", || async {
+        let response =
+            reqwest::Client::new().get(format!("{}/admin/api/me", a.url)).bearer_auth(&secret).send().await.unwrap();
+        response.status() == 401
+    })
+    .await;
+}

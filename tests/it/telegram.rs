@@ -280,6 +280,16 @@ async fn every_command_acts_through_the_admin_api_and_strangers_get_nothing() {
     assert_eq!(bot_api.reply().await.1, "Source good enabled: requests go to it again.");
     assert!(enabled());
     assert_eq!(gw.chat(chat_body("m", false)).await.status(), 200);
+    // Both switches are in the audit trail once each, with the Telegram user as the actor.
+    let trail = gw.admin_json(ADMIN, "/admin/api/audit?path=/sources/good/").await;
+    let entries = trail["entries"].as_array().unwrap();
+    let paths: Vec<&str> = entries.iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["/admin/api/sources/good/enable", "/admin/api/sources/good/disable"], "{trail}");
+    for entry in entries {
+        assert_eq!(entry["actor"], format!("telegram:{}", OPERATOR.abs()), "{entry}");
+        assert_eq!((entry["via"].as_str(), entry["role"].as_str()), (Some("telegram"), Some("admin")));
+        assert_eq!(entry["changes"][0]["name"], "good");
+    }
     bot_api.say(OPERATOR, "/disable nosuch");
     assert!(bot_api.reply().await.1.starts_with("Not done (404)"));
 

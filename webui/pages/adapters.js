@@ -3,6 +3,7 @@
 // uploaded one.
 import { html, useState, useRef } from '../lib.js';
 import { api } from '../api.js';
+import { may } from '../access.js';
 import { useApi, Loading, ErrorBox, Empty, Modal, Button, PageHeader, Card, Table, Pill, KV, toast } from '../ui.js';
 import { TextInput, FormError, ConfirmAction, useSubmit, newFormId, enc, Chips } from './forms.js';
 
@@ -121,6 +122,8 @@ function SourceDialog({ adapter, onClose }) {
 
 export default function AdaptersPage() {
   const adapters = useApi('/adapters');
+  // Uploading and deleting adapters is the admin's.
+  const admin = may('admin');
   const [dialog, setDialog] = useState(null);
   const list = adapters.data?.adapters ?? [];
   const close = () => setDialog(null);
@@ -137,7 +140,7 @@ export default function AdaptersPage() {
     { key: 'used_by', label: 'Used by', render: (a) => html`<${Chips} items=${a.used_by ?? []} empty="no source" />` },
     { key: 'actions', label: 'Actions', class: 'actions', render: (a) => html`<div class="btn-group">
       ${a.lua ? html`<${Button} size="sm" aria-label=${`View source of ${a.name}`} onClick=${() => setDialog({ kind: 'source', a })}>View source<//>` : null}
-      ${a.origin === 'file' ? html`<${Button} size="sm" variant="danger" aria-label=${`Delete adapter ${a.name}`}
+      ${admin && a.origin === 'file' ? html`<${Button} size="sm" variant="danger" aria-label=${`Delete adapter ${a.name}`}
         onClick=${() => setDialog({ kind: 'delete', a })}>Delete<//>` : null}
     </div>` },
   ];
@@ -155,7 +158,7 @@ export default function AdaptersPage() {
       ${adapters.error && adapters.data ? html`<${ErrorBox} error=${adapters.error} onRetry=${adapters.reload} />` : null}
       ${body}
     <//>
-    <${UploadCard} adapters=${list} onUploaded=${adapters.reload} />
+    ${admin ? html`<${UploadCard} adapters=${list} onUploaded=${adapters.reload} />` : null}
     ${d?.kind === 'source' ? html`<${SourceDialog} adapter=${d.a} onClose=${close} />` : null}
     ${d?.kind === 'delete' ? html`<${ConfirmAction} danger title=${`Delete adapter ${d.a.name}`} confirmLabel="Delete adapter"
         action=${() => api('DELETE', `/adapters/${enc(d.a.name)}`)}

@@ -2,6 +2,7 @@
 // token quota and USD budget with their use; create (the secret shown once), edit, budget, revoke.
 import { html, useState, useMemo, useRef } from '../lib.js';
 import { api } from '../api.js';
+import { may } from '../access.js';
 import {
   useApi, Loading, ErrorBox, Empty, Modal, Button, PageHeader, Card, Table, Pill, toast, fmtAgo, fmtTime, maskKey,
 } from '../ui.js';
@@ -252,6 +253,8 @@ export default function KeysPage() {
   const [dialog, setDialog] = useState(null);
   const list = keys.data?.keys ?? [];
   const close = () => setDialog(null);
+  // Gateway keys are the admin's to make, change and revoke; other roles see them masked.
+  const admin = may('admin');
 
   const columns = [
     { key: 'name', label: 'Name', render: (k) => html`<strong>${k.name}</strong>` },
@@ -261,23 +264,23 @@ export default function KeysPage() {
     { key: 'group', label: 'Group', render: (k) => k.group ?? 'default' },
     { key: 'usage', label: 'Usage', render: usageCell },
     { key: 'budget', label: 'Budget', render: budgetCell },
-    { key: 'actions', label: 'Actions', class: 'actions', render: (k) => html`<div class="btn-group">
+    admin && { key: 'actions', label: 'Actions', class: 'actions', render: (k) => html`<div class="btn-group">
       <${Button} size="sm" aria-label=${k.origin === 'config' ? `Edit scope of ${k.name}` : `Edit key ${k.name}`}
         onClick=${() => setDialog({ kind: 'edit', k })}>${k.origin === 'config' ? 'Edit scope' : 'Edit'}<//>
       <${Button} size="sm" aria-label=${`Budget of ${k.name}`} onClick=${() => setDialog({ kind: 'budget', k })}>Budget<//>
       <${Button} size="sm" variant="danger" aria-label=${`Revoke ${k.name}`} onClick=${() => setDialog({ kind: 'revoke', k })}>Revoke<//>
     </div>` },
-  ];
+  ].filter(Boolean);
 
   let body;
   if (keys.loading && !keys.data) body = html`<${Loading} label="Loading keys…" />`;
   else if (keys.error && !keys.data) body = html`<${ErrorBox} error=${keys.error} onRetry=${keys.reload} />`;
-  else if (list.length === 0) body = html`<${Empty}>No keys: every /v1 request is refused until a key exists. Create one.<//>`;
+  else if (list.length === 0) body = html`<${Empty}>No keys: every /v1 request is refused until a key exists.${admin ? ' Create one.' : ''}<//>`;
   else body = html`<${Table} caption="Gateway keys" rows=${list} columns=${columns} rowKey=${(k) => k.name} />`;
 
   const d = dialog;
   return html`<div class="page page-keys">
-    <${PageHeader} title="Keys"><${Button} variant="primary" onClick=${() => setDialog({ kind: 'create' })}>Create key<//><//>
+    <${PageHeader} title="Keys">${admin ? html`<${Button} variant="primary" onClick=${() => setDialog({ kind: 'create' })}>Create key<//>` : null}<//>
     <${Card}>
       ${keys.error && keys.data ? html`<${ErrorBox} error=${keys.error} onRetry=${keys.reload} />` : null}
       ${body}

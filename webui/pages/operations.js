@@ -1,6 +1,9 @@
 // Operations: operator interventions (cooldowns, affinity, scores) and channel selection.
+// Roles: the interventions and the cache purge are the operator's; the channel selection and
+// the policies the admin's; a viewer sees what is set.
 import { html, useState, useEffect } from '../lib.js';
 import { api } from '../api.js';
+import { may } from '../access.js';
 import { useApi, useConfirm, useAction, Loading, ErrorBox, PageHeader, Card, Button, Field, KV, Toggle, toast, fmtNum } from '../ui.js';
 
 const SELECTIONS = [
@@ -52,7 +55,12 @@ function ChannelSelection() {
   let body;
   if (settings.error && !settings.data) body = html`<${ErrorBox} error=${settings.error} onRetry=${settings.reload} />`;
   else if (!settings.data) body = html`<${Loading} />`;
-  else {
+  else if (!may('admin')) {
+    // Shown, not offered: changing it is the admin's.
+    const s = SELECTIONS.find((x) => x.value === value);
+    body = html`<p data-testid="channel-selection"><strong>${s?.label ?? value ?? '—'}</strong>${s ? html` <span class="muted">${s.desc}</span>` : null}</p>
+    ${settings.data.default_model ? html`<p class="small muted">Default model: <code>${settings.data.default_model}</code></p>` : null}`;
+  } else {
     body = html`<fieldset class="radio-list" disabled=${busy}>
       <legend class="sr-only">Channel selection</legend>
       ${SELECTIONS.map((s) => html`<div key=${s.value} class="radio-item">
@@ -64,7 +72,7 @@ function ChannelSelection() {
     ${settings.data.default_model ? html`<p class="small muted">Default model: <code>${settings.data.default_model}</code></p>` : null}`;
   }
   return html`<${Card} title="Channel selection">
-    <p class="muted">How healthy candidates of one tier are ordered. Saved at once and used by the next request.</p>
+    <p class="muted">How healthy candidates of one tier are ordered.${may('admin') ? ' Saved at once and used by the next request.' : ''}</p>
     ${body}
   <//>`;
 }
@@ -100,7 +108,7 @@ function ResponseCache() {
       ['Groups sharing entries', c.shared_groups.length ? c.shared_groups.join(', ') : 'none (each key its own)'],
       ['Hits count against quotas', c.hits_count_against_quotas ? 'yes' : 'no'],
     ]} />
-    <div><${Button} variant="danger" busy=${busy} onClick=${purge}>Purge cache<//></div>`;
+    ${may('operator') ? html`<div><${Button} variant="danger" busy=${busy} onClick=${purge}>Purge cache<//></div>` : null}`;
   }
   return html`<${Card} title="Response cache">
     <p class="muted">Answers kept for requests asked again, on for the keys, routes and sources that say <code>cache: true</code>.</p>
@@ -180,6 +188,7 @@ function PolicyUpload({ onDone }) {
 /** The policies the gateway runs: what each checks and what its failure means; upload, delete. */
 function Policies() {
   const list = useApi('/policies');
+  const admin = may('admin');
   const [confirm, dialog] = useConfirm();
   const [run] = useAction();
   const remove = async (p) => {
@@ -195,16 +204,16 @@ function Policies() {
   let body;
   if (list.error && !list.data) body = html`<${ErrorBox} error=${list.error} onRetry=${list.reload} />`;
   else if (!list.data) body = html`<${Loading} />`;
-  else if (!list.data.policies.length) body = html`<p class="muted">None yet: upload one below, or define them under <code>policies:</code> in the config.</p>`;
+  else if (!list.data.policies.length) body = html`<p class="muted">None yet: ${admin ? 'upload one below, or ' : ''}define them under <code>policies:</code> in the config.</p>`;
   else body = html`<${KV} items=${list.data.policies.map((p) => [
     p.name,
     html`<span data-testid=${`policy-${p.name}`}>${p.component} ${p.version} · ${p.hooks.join(', ')}${p.global ? ' · every request' : ''} · fails ${p.on_error}</span>
-      ${p.origin === 'runtime' ? html` <${Button} size="sm" variant="danger" aria-label=${`Delete policy ${p.name}`} onClick=${() => remove(p)}>Delete<//>` : null}`,
+      ${admin && p.origin === 'runtime' ? html` <${Button} size="sm" variant="danger" aria-label=${`Delete policy ${p.name}`} onClick=${() => remove(p)}>Delete<//>` : null}`,
   ])} />`;
   return html`<${Card} title="Policies">
     <p class="muted">Checks and rewrites on requests and answers; keys, routes and sources attach them (<a href="#/keys">Keys</a>, <a href="#/routes">Routes</a>).</p>
     ${body}
-    <${PolicyUpload} onDone=${list.reload} />
+    ${admin ? html`<${PolicyUpload} onDone=${list.reload} />` : null}
     ${dialog}
   <//>`;
 }
@@ -217,8 +226,10 @@ export default function OperationsPage() {
     <${PageHeader} title="Operations" />
     ${list.error ? html`<${ErrorBox} title="Could not list sources" error=${list.error} onRetry=${list.reload} />` : null}
     ${list.loading && !list.data ? html`<${Loading} label="Loading sources…" />` : null}
+    ${may('operator') ? null : html`<p class="muted" role="note">Your role (viewer) shows what is set here; clearing cooldowns,
+      affinity and scores and purging the cache need the operator role.</p>`}
     <div class="ops">
-      <${Intervention} title="Cooldowns" noun="cooldowns" path="/cooldowns/clear" run=${run} busy=${busy} sources=${sources}
+      ${may('operator') ? html`<${Intervention} title="Cooldowns" noun="cooldowns" path="/cooldowns/clear" run=${run} busy=${busy} sources=${sources}
         desc="Clears cooling windows and failure counts: the slots take traffic again at once."
         all="Clear all cooldowns" one="Clear source cooldowns" done="Cooldowns cleared" />
       <${Intervention} title="Session affinity" noun="affinity" path="/affinity/clear" run=${run} busy=${busy} sources=${sources}
@@ -226,7 +237,7 @@ export default function OperationsPage() {
         all="Clear all affinity" one="Clear source affinity" done="Affinity bindings cleared" />
       <${Intervention} title="Scores" noun="scores" path="/stats/reset" run=${run} busy=${busy} sources=${sources}
         desc="Forgets the smart-ordering scores (latency and success history); request logs are kept."
-        all="Reset stats" one="Reset source stats" done="Scores reset" />
+        all="Reset stats" one="Reset source stats" done="Scores reset" />` : null}
       <${ChannelSelection} />
       <${ResponseCache} />
       <${Policies} />

@@ -7,6 +7,7 @@ import {
   fmtMs, fmtTokens, fmtNum, fmtPct, fmtTime, hashLink, useNow, LOCALE,
   fitWidth, useTheme,
 } from '../ui.js';
+import { may } from '../access.js';
 
 const RANGES = [
   { value: '1h', label: '1 h', ms: 3_600_000 },
@@ -145,7 +146,7 @@ function SpendToday({ tick }) {
       ${body}
       ${serving.length ? html`<div class="state warnbox" role="alert">
         <span><strong>${serving.length === 1 ? '1 unpriced model' : `${serving.length} unpriced models`} serving traffic</strong>:
-          their cost is counted nowhere. <a href="#/spend">Set a price on the Spend page</a>.</span>
+          their cost is counted nowhere. <a href="#/spend">${may('admin') ? 'Set a price on the Spend page' : 'See the Spend page'}</a>.</span>
       </div>` : null}
     </div>
   <//>`;

@@ -2,6 +2,7 @@
 // streamed, multi-turn, with optional image attachments; shows which source answered.
 import { html, useState, useEffect, useRef } from '../lib.js';
 import { api, client } from '../api.js';
+import { may } from '../access.js';
 import {
   Loading, ErrorBox, PageHeader, Card, Button, Field, Toggle, IconButton, toast, useAction,
   fmtMs, fmtNum, hashLink,
@@ -9,8 +10,6 @@ import {
 
 const KEY = 'switchyard.playground_key';
 const MODEL = 'switchyard.playground_model';
-const PLAYGROUND_KEY = 'playground';
-const PLAYGROUND_QUOTA = 20000;
 const MAX_IMAGE = 20 * 1024 * 1024;
 
 const stored = (k) => { try { return sessionStorage.getItem(k) ?? ''; } catch { return ''; } };
@@ -91,21 +90,15 @@ function KeyCard({ keyValue, setKey }) {
     }
   }, [keyValue]);
   const [run, busy] = useAction();
-  // One playground key, made anew on each click (its old secret stops working), with a small
-  // hourly quota: clicks never pile up unlimited keys.
+  // One playground key, made anew by the gateway on each click (its old secret stops working),
+  // with a small hourly quota: clicks never pile up unlimited keys (POST /playground-key).
   const create = () => run(async () => {
-    const { keys } = await api('GET', '/keys');
-    const held = keys.find((k) => k.name === PLAYGROUND_KEY);
-    // Only a key made here is replaced: one of config.yaml's is the operator's.
-    if (held && held.origin !== 'runtime') throw new Error(`config.yaml has a key named ${PLAYGROUND_KEY}: paste a key instead`);
-    if (held) await api('DELETE', `/keys/${PLAYGROUND_KEY}`);
-    const res = await api('POST', '/keys', {
-      name: PLAYGROUND_KEY, models: ['*'], token_quota: PLAYGROUND_QUOTA, period: 'hour',
-    });
+    const res = await api('POST', '/playground-key');
     if (!res?.key) throw new Error('the gateway answered without a key');
     setKey(res.key);
-    return PLAYGROUND_KEY;
-  }, (name) => `Made gateway key ${name} (${PLAYGROUND_QUOTA.toLocaleString('en')} tokens an hour)`);
+    return res;
+  }, (res) => `Made gateway key ${res.name ?? 'playground'}${res.token_quota
+    ? ` (${Number(res.token_quota).toLocaleString('en')} tokens${res.period ? ` a${res.period === 'hour' ? 'n' : ''} ${res.period}` : ''})` : ''}`);
   return html`<div class="form-row">
     <${Field} label="Gateway key" class="grow" hint="Sent as a client would send it; kept in this tab only.">
       <input type=${show ? 'text' : 'password'} value=${typed} autocomplete="off" spellcheck="false" placeholder="sk-…"
@@ -116,7 +109,23 @@ function KeyCard({ keyValue, setKey }) {
   </div>`;
 }
 
+/** A viewer's playground: it needs a gateway key, which operators make (POST /playground-key). */
+function NeedsOperator() {
+  return html`<div class="stack">
+    <${PageHeader} title="Playground" />
+    <${Card} title="Needs the operator role">
+      <p data-testid="playground-role">The playground chats through a gateway key that it makes for you
+        (<code>POST /admin/api/playground-key</code>): that needs the <strong>operator</strong> role, and yours is viewer.</p>
+      <p class="muted">Ask an admin for an operator token, or use a gateway key from a client of your own.</p>
+    <//>
+  </div>`;
+}
+
 export default function PlaygroundPage() {
+  return may('operator') ? html`<${Chat} />` : html`<${NeedsOperator} />`;
+}
+
+function Chat() {
   const [key, setKeyState] = useState(() => stored(KEY));
   const setKey = (k) => { store(KEY, k); setKeyState(k); };
   const [models, setModels] = useState({ list: null, error: null, loading: false });

@@ -3,6 +3,7 @@
 // with an explicit Save. Each card shows its quota use and its health (GET /health).
 import { html, useState, useMemo, useEffect, useRef } from '../lib.js';
 import { api } from '../api.js';
+import { may } from '../access.js';
 import {
   useApi, Loading, ErrorBox, Empty, Modal, Button, IconButton, Segmented, PageHeader, Card, HealthTag, Pill,
   toast, fmtTokens, fmtAgo,
@@ -103,7 +104,7 @@ function QuotaLine({ slot, health, now }) {
   })}</div>`;
 }
 
-function SlotCard({ slot, row, pos, rows, index, catalog, now, onEdit, onRemove, onMove, dragging, setDragging }) {
+function SlotCard({ slot, row, pos, rows, index, catalog, now, onEdit, onRemove, onMove, dragging, setDragging, readOnly }) {
   const label = slotLabel(slot);
   const health = cardHealth(slot, index, catalog);
   const state = health.length ? worstState(health.map((h) => h.state)) : null;
@@ -112,6 +113,16 @@ function SlotCard({ slot, row, pos, rows, index, catalog, now, onEdit, onRemove,
   const alone = rowLen === 1;
   const tierOptions = rows.map((_, i) => ({ value: String(i), label: `Tier ${i + 1}` }));
   if (!alone) tierOptions.push({ value: String(rows.length), label: `New tier ${rows.length + 1}` });
+  if (readOnly) {
+    return html`<article class="slot-card" data-uid=${slot.uid} data-state=${state ?? 'unknown'} aria-label=${label}>
+      <div class="row slot-head">
+        <strong class="wrap-any">${slot.model}</strong>
+        <span class="muted wrap-any">@ ${slot.source || 'any source'}</span>
+        ${state ? html`<${HealthTag} state=${state} title=${title} />` : html`<${Pill} kind="off" title=${title}>unknown<//>`}
+      </div>
+      <${QuotaLine} slot=${slot} health=${health} now=${now} />
+    </article>`;
+  }
   return html`<article class=${`slot-card ${dragging === slot.uid ? 'is-dragging' : ''}`} data-uid=${slot.uid}
       data-state=${state ?? 'unknown'} draggable="true" aria-label=${label}
       onDragStart=${(e) => { e.dataTransfer.setData('text/plain', slot.uid); e.dataTransfer.effectAllowed = 'move'; setDragging(slot.uid); }}
@@ -194,8 +205,10 @@ function ChainEditor({ kind, chain, draft, setDraft, catalog, index, now, onSave
   const isNull = !!chain.data && serverSlots === null;
   // Built once per answer, so cards keep their ids (and keys) across renders.
   const serverRows = useMemo(() => (isNull ? null : toRows(serverSlots ?? [])), [chain.data]);
-  const rows = draft ?? serverRows;
-  const dirty = draft !== null;
+  // Changing a chain is the admin's: other roles see it as saved, without the controls.
+  const readOnly = !may('admin');
+  const rows = readOnly ? serverRows : draft ?? serverRows;
+  const dirty = !readOnly && draft !== null;
   const [dialog, setDialog] = useState(null);
   const [dragging, setDragging] = useState(null);
   const [dropTarget, setDropTarget] = useState(null);
@@ -292,7 +305,7 @@ function ChainEditor({ kind, chain, draft, setDraft, catalog, index, now, onSave
   if (chain.loading && !chain.data) return html`<${Card} title=${title}><${Loading} label="Loading the chain…" /><//>`;
   if (chain.error && !chain.data) return html`<${Card} title=${title}><${ErrorBox} error=${chain.error} onRetry=${chain.reload} /><//>`;
 
-  const actions = html`
+  const actions = readOnly ? null : html`
     ${dirty ? html`<${Pill} kind="warn">unsaved changes<//>` : null}
     ${rows ? html`<${Button} onClick=${() => setDialog({ kind: 'add' })}>Add slot<//>` : null}
     ${dirty ? html`<${Button} onClick=${() => { setDraft(null); setError(null); }}>Discard changes<//>` : null}
@@ -303,35 +316,36 @@ function ChainEditor({ kind, chain, draft, setDraft, catalog, index, now, onSave
   if (!rows) {
     body = html`<${Empty}>
       <p>No image chain: AUTO image requests go to every source's image models, in config order.</p>
-      <${Button} variant="primary" onClick=${() => change([], 'image chain started (not saved yet)')}>Create an image chain<//>
+      ${readOnly ? null : html`<${Button} variant="primary" onClick=${() => change([], 'image chain started (not saved yet)')}>Create an image chain<//>`}
     <//>`;
   } else if (rows.length === 0) {
     body = html`<${Empty}>
       ${kind === 'chat'
-        ? 'The chain is empty: requests for model AUTO find no slot. Add a slot to start it.'
-        : 'The image chain is empty: AUTO image requests find no slot. Add a slot, or remove the chain to fall back to every image model.'}
+        ? `The chain is empty: requests for model AUTO find no slot.${readOnly ? '' : ' Add a slot to start it.'}`
+        : `The image chain is empty: AUTO image requests find no slot.${readOnly ? '' : ' Add a slot, or remove the chain to fall back to every image model.'}`}
     <//>`;
   } else {
     body = html`<div class="stack tiers">
       ${rows.map((row, r) => html`<section key=${row.uid} class=${`tier ${dropTarget === row.uid ? 'drop-over' : ''}`}
           aria-labelledby=${`${kind}-tier-${r}`}
-          onDragOver=${over(row.uid)} onDragLeave=${() => setDropTarget(null)} onDrop=${(e) => cardDrop(e, r)}>
+          onDragOver=${readOnly ? undefined : over(row.uid)} onDragLeave=${readOnly ? undefined : () => setDropTarget(null)}
+          onDrop=${readOnly ? undefined : (e) => cardDrop(e, r)}>
         <header class="row tier-head">
           <h3 id=${`${kind}-tier-${r}`}>Tier ${r + 1}</h3>
           <span class="small muted">${row.slots.length} slot${row.slots.length === 1 ? '' : 's'}${r === 0 ? ' · tried first' : ''}</span>
         </header>
         <div class="slot-cards">
-          ${row.slots.map((s, p) => html`<${SlotCard} key=${s.uid} slot=${s} row=${r} pos=${p} rows=${rows} index=${index}
+          ${row.slots.map((s, p) => html`<${SlotCard} key=${s.uid} slot=${s} row=${r} pos=${p} rows=${rows} index=${index} readOnly=${readOnly}
             catalog=${catalog} now=${now} dragging=${dragging} setDragging=${setDragging}
             onEdit=${(id) => setDialog({ kind: 'edit', id })}
             onRemove=${(id) => { const [rr, pp] = locate(rows, id); change(rows.map((x) => ({ ...x, slots: x.slots.filter((q) => q.uid !== id) })).filter((x) => x.slots.length), `${slotLabel(rows[rr].slots[pp])} removed (not saved yet)`); }}
             onMove=${onMove} />`)}
         </div>
       </section>`)}
-      <div class=${`tier tier-new ${dragging ? 'visible' : ''} ${dropTarget === 'new' ? 'drop-over' : ''}`}
+      ${readOnly ? null : html`<div class=${`tier tier-new ${dragging ? 'visible' : ''} ${dropTarget === 'new' ? 'drop-over' : ''}`}
         onDragOver=${over('new')} onDragLeave=${() => setDropTarget(null)} onDrop=${(e) => onDrop(e, rows.length)}>
         <span class="muted small">${dragging ? `Drop here for a new tier ${rows.length + 1}` : `Drag a slot here (or use its "to tier" menu) for a new tier ${rows.length + 1}`}</span>
-      </div>
+      </div>`}
     </div>`;
   }
 
@@ -386,8 +400,9 @@ export default function PriorityPage() {
   const now = health.data?.now_ms ?? Date.now();
   const chain = kind === 'chat' ? chat : image;
 
-  // Closing the tab with unsaved changes asks first.
-  const dirty = drafts.chat !== null || drafts.image !== null;
+  // Closing the tab with unsaved changes asks first (only an admin makes any).
+  const admin = may('admin');
+  const dirty = admin && (drafts.chat !== null || drafts.image !== null);
   useEffect(() => {
     if (!dirty) return undefined;
     const f = (e) => { e.preventDefault(); e.returnValue = ''; };
@@ -399,7 +414,7 @@ export default function PriorityPage() {
     <${PageHeader} title="Priority">
       <${Segmented} label="Chain" value=${kind} onChange=${setKind}
         options=${[{ value: 'chat', label: 'Chat' }, { value: 'image', label: 'Image' }]} />
-      ${drafts[kind === 'chat' ? 'image' : 'chat'] !== null
+      ${admin && drafts[kind === 'chat' ? 'image' : 'chat'] !== null
         ? html`<${Pill} kind="warn">${kind === 'chat' ? 'Image' : 'Chat'} chain has unsaved changes<//>` : null}
     <//>
     ${sources.error ? html`<${ErrorBox} title="Sources unavailable" error=${sources.error} onRetry=${sources.reload} />` : null}

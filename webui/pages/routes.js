@@ -2,6 +2,7 @@
 // providers (priority, enabled) and each provider's health and breaker state (GET /health).
 import { html, useState, useMemo } from '../lib.js';
 import { api } from '../api.js';
+import { may } from '../access.js';
 import {
   useApi, Loading, ErrorBox, Empty, Modal, Button, Toggle, PageHeader, Card, Table, Pill, KV,
   toast, fmtTime, fmtAgo, fmtNum,
@@ -243,6 +244,9 @@ function AddProvider({ route, sources, onSaved, onClose }) {
 function RouteCard({ route, routes, sources, index, now, onChanged, onEdit, onDelete }) {
   const [confirm, setConfirm] = useState(null);
   const [open, setOpen] = useState(false);
+  // Changing routes is the admin's; resetting a breaker (clearing cooldowns) the operator's too.
+  const admin = may('admin');
+  const operator = may('operator');
   const providers = [...(route.providers ?? [])].sort((a, b) => (a.priority ?? 0) - (b.priority ?? 0));
   const first = providers.find((p) => p.enabled !== false);
   const toggle = async (p, enabled) => {
@@ -263,10 +267,10 @@ function RouteCard({ route, routes, sources, index, now, onChanged, onEdit, onDe
   const columns = [
     { key: 'provider', label: 'Provider', render: (p) => html`<span class="mono wrap-any">${p.source}/${p.model}</span>
       ${route.mode === 'direct' && p === first ? html` <${Pill} kind="ok" title="direct mode sends every request to this provider">in use<//>` : null}` },
-    { key: 'priority', label: 'Priority', render: (p) => html`<${PriorityCell} key=${`${p.id}:${p.priority}`} provider=${p}
-      label=${`${p.source}/${p.model} in ${route.alias}`} onSaved=${onChanged} />` },
-    { key: 'enabled', label: 'Enabled', render: (p) => html`<${Toggle} label=${html`<span class="sr-only">Enabled: ${p.source}/${p.model} in ${route.alias}</span>`}
-      checked=${p.enabled !== false} onChange=${(v) => toggle(p, v)} />` },
+    { key: 'priority', label: 'Priority', render: (p) => (admin ? html`<${PriorityCell} key=${`${p.id}:${p.priority}`} provider=${p}
+      label=${`${p.source}/${p.model} in ${route.alias}`} onSaved=${onChanged} />` : String(p.priority ?? 0)) },
+    { key: 'enabled', label: 'Enabled', render: (p) => (admin ? html`<${Toggle} label=${html`<span class="sr-only">Enabled: ${p.source}/${p.model} in ${route.alias}</span>`}
+      checked=${p.enabled !== false} onChange=${(v) => toggle(p, v)} />` : p.enabled !== false ? 'yes' : 'no') },
     { key: 'state', label: 'Health', render: (p) => html`<${SlotHealth} slot=${index.get(slotKey(p.source, p.model))} now=${now} />` },
     { key: 'failures', label: 'Failures', num: true, render: (p) => fmtNum(index.get(slotKey(p.source, p.model))?.failures ?? 0) },
     { key: 'recovers', label: 'Recovers at', render: (p) => {
@@ -279,13 +283,13 @@ function RouteCard({ route, routes, sources, index, now, onChanged, onEdit, onDe
       const h = index.get(slotKey(p.source, p.model));
       return h?.requests ? `${fmtNum(h.successes)} / ${fmtNum(h.requests)}` : '—';
     } },
-    { key: 'actions', label: 'Actions', class: 'actions', render: (p) => html`<div class="btn-group">
+    operator && { key: 'actions', label: 'Actions', class: 'actions', render: (p) => html`<div class="btn-group">
       <${Button} size="sm" aria-label=${`Reset breaker of ${p.source}/${p.model}`} onClick=${() => reset(p)}
         disabled=${(index.get(slotKey(p.source, p.model))?.state ?? 'healthy') === 'healthy'}>Reset<//>
-      <${Button} size="sm" variant="danger" aria-label=${`Remove provider ${p.source}/${p.model} from ${route.alias}`}
-        onClick=${() => setConfirm(p)}>Remove<//>
+      ${admin ? html`<${Button} size="sm" variant="danger" aria-label=${`Remove provider ${p.source}/${p.model} from ${route.alias}`}
+        onClick=${() => setConfirm(p)}>Remove<//>` : null}
     </div>` },
-  ];
+  ].filter(Boolean);
 
   const cfg = route.mode === 'adapter' && route.adapter_config ? html`<${KV} items=${[
     ['Vision alias', route.adapter_config.vision_alias],
@@ -302,14 +306,14 @@ function RouteCard({ route, routes, sources, index, now, onChanged, onEdit, onDe
       title=${html`<span class="wrap-any">${route.alias}</span> <span class="tag" title="group">${route.group}</span>
         <${Pill} kind=${MODE_KIND[route.mode] ?? 'off'}>${route.mode}<//>`}
       actions=${html`<span class="small faint mono" title="route id">${route.id}</span>
-        <${Button} size="sm" aria-label=${`Edit route ${route.alias}`} onClick=${() => onEdit(route)}>Edit<//>
-        <${Button} size="sm" variant="danger" aria-label=${`Delete route ${route.alias}`} onClick=${() => onDelete(route)}>Delete<//>`}>
+        ${admin ? html`<${Button} size="sm" aria-label=${`Edit route ${route.alias}`} onClick=${() => onEdit(route)}>Edit<//>
+        <${Button} size="sm" variant="danger" aria-label=${`Delete route ${route.alias}`} onClick=${() => onDelete(route)}>Delete<//>` : null}`}>
     <div class="stack">
       ${cfg}
       <${Table} caption=${`Providers of ${route.alias}`} rows=${providers} columns=${columns} rowKey=${(p) => p.id}
         rowClass=${(p) => (p.enabled === false ? 'row-disabled' : '')}
         empty=${route.mode === 'direct' ? 'No providers: the alias serves nothing until one is added.' : 'No providers yet.'} />
-      ${open
+      ${!admin ? null : open
         ? html`<${AddProvider} route=${route} sources=${sources} onSaved=${onChanged} onClose=${() => setOpen(false)} />`
         : html`<div><${Button} size="sm" aria-label=${`Add a provider to ${route.alias}`} onClick=${() => setOpen(true)}>Add provider…<//></div>`}
     </div>
@@ -356,7 +360,7 @@ export default function RoutesPage() {
           <option value="">all groups</option>
           ${groups.map((g) => html`<option key=${g} value=${g}>${g}</option>`)}
         </select></label>` : null}
-      <${Button} variant="primary" onClick=${() => setDialog({ kind: 'new' })}>Add route<//>
+      ${may('admin') ? html`<${Button} variant="primary" onClick=${() => setDialog({ kind: 'new' })}>Add route<//>` : null}
     <//>
     ${routes.error && routes.data ? html`<${ErrorBox} error=${routes.error} onRetry=${routes.reload} />` : null}
     ${health.error && !health.data ? html`<p class="muted small" role="status">Health unavailable: ${health.error.message}</p>` : null}

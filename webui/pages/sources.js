@@ -1,7 +1,9 @@
 // Sources: the upstream endpoints (GET /sources) with their health (GET /health), add / edit /
 // delete / restore, a live test per source, and source templates (many keys, one configuration).
+// Roles: viewers look; operators also test and enable / disable a source; admins change them.
 import { html, useState, useMemo } from '../lib.js';
 import { api } from '../api.js';
+import { may } from '../access.js';
 import {
   useApi, Loading, ErrorBox, Empty, Modal, Button, Toggle, Segmented, PageHeader, Card, Table,
   HealthTag, Pill, KV, toast, fmtMs, maskKey,
@@ -373,6 +375,7 @@ function FromTemplateDialog({ template, onSaved, onClose }) {
 
 function TemplatesTab({ templates, adapters, onSourcesChanged }) {
   const [dialog, setDialog] = useState(null);
+  const admin = may('admin');
   const list = templates.data?.templates ?? [];
   const close = () => setDialog(null);
   const saved = () => { close(); templates.reload(); };
@@ -380,22 +383,25 @@ function TemplatesTab({ templates, adapters, onSourcesChanged }) {
   let body;
   if (templates.loading && !templates.data) body = html`<${Loading} />`;
   else if (templates.error && !templates.data) body = html`<${ErrorBox} error=${templates.error} onRetry=${templates.reload} />`;
-  else if (list.length === 0) body = html`<${Empty}>No templates yet. A template holds a source's configuration without its name and key; make one here or with "Save as template" on a source.<//>`;
+  else if (list.length === 0) {
+    body = html`<${Empty}>No templates yet. A template holds a source's configuration without its name and key${admin
+      ? '; make one here or with "Save as template" on a source.' : '.'}<//>`;
+  }
   else {
     body = html`<${Table} caption="Source templates" rowKey=${(t) => t.name} rows=${list} columns=${[
       { key: 'name', label: 'Template', render: (t) => html`<strong>${t.name}</strong>` },
       { key: 'adapter', label: 'Adapter', render: (t) => t.adapter ?? 'openai' },
       { key: 'base_url', label: 'Base URL', render: (t) => html`<span class="mono wrap-any">${t.base_url ?? '—'}</span>` },
       { key: 'models', label: 'Models', render: (t) => html`<${Chips} items=${(t.models ?? []).map((m) => m.name)} />` },
-      { key: 'actions', label: 'Actions', class: 'actions', render: (t) => html`<div class="btn-group">
+      admin && { key: 'actions', label: 'Actions', class: 'actions', render: (t) => html`<div class="btn-group">
         <${Button} size="sm" variant="primary" aria-label=${`New source from template ${t.name}`} onClick=${() => setDialog({ kind: 'from', t })}>New source<//>
         <${Button} size="sm" aria-label=${`Edit template ${t.name}`} onClick=${() => setDialog({ kind: 'edit', t })}>Edit<//>
         <${Button} size="sm" variant="danger" aria-label=${`Delete template ${t.name}`} onClick=${() => setDialog({ kind: 'delete', t })}>Delete<//>
       </div>` },
-    ]} />`;
+    ].filter(Boolean)} />`;
   }
 
-  return html`<${Card} title="Templates" actions=${html`<${Button} variant="primary" onClick=${() => setDialog({ kind: 'new' })}>New template<//>`}>
+  return html`<${Card} title="Templates" actions=${admin ? html`<${Button} variant="primary" onClick=${() => setDialog({ kind: 'new' })}>New template<//>` : null}>
     ${templates.error && templates.data ? html`<${ErrorBox} error=${templates.error} onRetry=${templates.reload} />` : null}
     ${body}
     ${dialog?.kind === 'new' ? html`<${TemplateDialog} adapters=${adapters} onSaved=${saved} onClose=${close} />` : null}
@@ -425,8 +431,33 @@ function sourceHealth(source, index, now) {
   return { state, title };
 }
 
+/**
+ * The enabled switch of a source (operators and admins): POST /sources/{name}/enable or
+ * /disable; it shows the wanted state until the list reloads, the old one when refused.
+ */
+function EnabledSwitch({ source, onChanged }) {
+  const [want, setWant] = useState(null);
+  const on = source.enabled !== false;
+  const flip = async (v) => {
+    setWant(v);
+    try {
+      await api('POST', `/sources/${enc(source.name)}/${v ? 'enable' : 'disable'}`);
+      toast(`Source ${source.name} ${v ? 'enabled' : 'disabled'}`, 'ok');
+      await onChanged();
+    } catch (e) {
+      toast(e.message, 'error');
+    } finally {
+      setWant(null);
+    }
+  };
+  return html`<${Toggle} label=${html`<span class="sr-only">Enabled: ${source.name}</span>`} checked=${want ?? on}
+    disabled=${want !== null} onChange=${flip} />`;
+}
+
 function SourcesTab({ sources, health, adapters, templates, reload, reloadTemplates }) {
   const [dialog, setDialog] = useState(null);
+  const admin = may('admin');
+  const operator = may('operator');
   const index = useMemo(() => healthIndex(health.data), [health.data]);
   const list = sources.data?.sources ?? [];
   const withEnabled = list.some((s) => 'enabled' in s);
@@ -442,30 +473,33 @@ function SourcesTab({ sources, health, adapters, templates, reload, reloadTempla
       const h = sourceHealth(s, index, gatewayNow);
       return h.state ? html`<${HealthTag} state=${h.state} title=${h.title} />` : html`<span class="muted" title=${h.title}>—</span>`;
     } },
+    operator && { key: 'enabled', label: 'Enabled', render: (s) => (s.deleted ? null
+      : html`<${EnabledSwitch} source=${s} onChanged=${reload} />`) },
     { key: 'origin', label: 'Origin', render: (s) => s.origin ?? '—' },
     { key: 'adapter', label: 'Adapter', render: (s) => html`<span class="mono">${s.adapter}</span>` },
     { key: 'base_url', label: 'Base URL', render: (s) => html`<span class="mono wrap-any">${s.base_url}</span>` },
     { key: 'models', label: 'Models', render: (s) => html`<${Chips} items=${[...(s.models ?? []).map((m) => (m.kind && m.kind !== 'chat' ? `${m.name} (${m.kind})` : m.name)), ...(s.detected_models ?? []).map((m) => `${m} (detected)`)]} />` },
     { key: 'api_key', label: 'Key', render: (s) => html`<span class="mono nowrap">${s.api_key ? maskKey(s.api_key) : html`<span class="muted">none</span>`}</span>` },
-    { key: 'actions', label: 'Actions', class: 'actions', render: (s) => (s.deleted
-      ? html`<div class="btn-group"><${Button} size="sm" aria-label=${`Restore ${s.name}`} onClick=${() => setDialog({ kind: 'restore', s })}>Restore<//></div>`
+    operator && { key: 'actions', label: 'Actions', class: 'actions', render: (s) => (s.deleted
+      ? (admin ? html`<div class="btn-group"><${Button} size="sm" aria-label=${`Restore ${s.name}`} onClick=${() => setDialog({ kind: 'restore', s })}>Restore<//></div>` : null)
       : html`<div class="btn-group">
           <${Button} size="sm" aria-label=${`Test ${s.name}`} onClick=${() => setDialog({ kind: 'test', s })}>Test<//>
+          ${admin ? html`
           <${Button} size="sm" aria-label=${`Edit ${s.name}`} onClick=${() => setDialog({ kind: 'edit', s })}>Edit<//>
           <${Button} size="sm" aria-label=${`Save ${s.name} as template`} onClick=${() => setDialog({ kind: 'template', s })}>Save as template<//>
-          <${Button} size="sm" variant="danger" aria-label=${`Delete ${s.name}`} onClick=${() => setDialog({ kind: 'delete', s })}>Delete<//>
+          <${Button} size="sm" variant="danger" aria-label=${`Delete ${s.name}`} onClick=${() => setDialog({ kind: 'delete', s })}>Delete<//>` : null}
         </div>`) },
-  ];
+  ].filter(Boolean);
 
   let body;
   if (sources.loading && !sources.data) body = html`<${Loading} label="Loading sources…" />`;
   else if (sources.error && !sources.data) body = html`<${ErrorBox} error=${sources.error} onRetry=${reload} />`;
-  else if (list.length === 0) body = html`<${Empty}>No sources yet. A source is one upstream endpoint and account: add one to start serving models.<//>`;
+  else if (list.length === 0) body = html`<${Empty}>No sources yet. A source is one upstream endpoint and account${admin ? ': add one to start serving models' : ''}.<//>`;
   else body = html`<${Table} caption="Sources" rows=${list} columns=${columns} rowKey=${(s) => `${s.name}${s.deleted ? ':deleted' : ''}`}
     rowClass=${(s) => (s.deleted ? 'row-deleted' : s.enabled === false ? 'row-disabled' : '')} />`;
 
   const d = dialog;
-  return html`<${Card} title="Sources" actions=${html`<${Button} variant="primary" onClick=${() => setDialog({ kind: 'new' })}>Add source<//>`}>
+  return html`<${Card} title="Sources" actions=${admin ? html`<${Button} variant="primary" onClick=${() => setDialog({ kind: 'new' })}>Add source<//>` : null}>
     ${sources.error && sources.data ? html`<${ErrorBox} error=${sources.error} onRetry=${reload} />` : null}
     ${health.error ? html`<p class="muted" role="status">Health unavailable: ${health.error.message}</p>` : null}
     ${body}
@@ -495,7 +529,7 @@ export default function SourcesPage() {
   const health = useApi('/health', [], { refreshMs: 5000 });
   const adapters = useApi('/adapters');
   const templates = useApi('/source-templates');
-  const reload = () => { sources.reload(); health.reload(); adapters.reload(); templates.reload(); };
+  const reload = () => Promise.all([sources.reload(), health.reload(), adapters.reload(), templates.reload()]);
   return html`<div class="page page-sources">
     <${PageHeader} title="Sources">
       <${Segmented} label="Show" value=${tab} onChange=${setTab}

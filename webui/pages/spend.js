@@ -3,6 +3,7 @@
 import { html, useState, useEffect, useRef, useMemo } from '../lib.js';
 import uPlot from '../vendor/uPlot.esm.js';
 import { api, query } from '../api.js';
+import { may } from '../access.js';
 import {
   useApi, Loading, ErrorBox, Card, PageHeader, Segmented, Table, Button, Pill, toast,
   fmtNum, fmtTokens, fmtTime, fmtAgo,
@@ -204,6 +205,8 @@ function PriceForm({ sources, models, onSaved }) {
 
 function Prices({ prices }) {
   const [removing, setRemoving] = useState(null);
+  // Setting and removing prices is the admin's.
+  const admin = may('admin');
   const d = prices.data;
   if (prices.error && !d) return html`<${Card} title="Prices"><${ErrorBox} error=${prices.error} onRetry=${prices.reload} /><//>`;
   if (!d) return html`<${Card} title="Prices"><${Loading} /><//>`;
@@ -218,12 +221,12 @@ function Prices({ prices }) {
     { key: 'output', label: 'Output /1M', num: true, render: (m) => usd(m.price.output) },
     { key: 'more', label: 'Other', render: (m) => extras(m.price) },
     { key: 'origin', label: 'Origin', render: (m) => html`<${Origin} origin=${m.origin} />` },
-    { key: 'actions', label: 'Actions', class: 'actions', render: (m) => {
+    admin && { key: 'actions', label: 'Actions', class: 'actions', render: (m) => {
       const o = m.origin?.from === 'runtime' ? overrideOf(m, d.overrides) : null;
       return o ? html`<${Button} size="sm" variant="danger" aria-label=${`Remove run-time price of ${m.model} at ${m.source}`}
         onClick=${() => setRemoving(o)}>Remove<//>` : null;
     } },
-  ];
+  ].filter(Boolean);
   const r = removing;
   return html`<${Card} title="Prices" actions=${html`<span class="small muted">
       table of ${d.table?.updated ?? '?'} (${fmtNum(d.table?.models)} models${d.table?.file ? `, ${d.table.file}` : ''})</span>`}>
@@ -233,7 +236,7 @@ function Prices({ prices }) {
         empty="No model has a price." />
       ${d.unpriced.length ? html`<p class="small muted" data-testid="unpriced-configured">Configured without a price (not charged):
         ${d.unpriced.map((m, i) => html`<span key=${i}>${i ? ', ' : ' '}<span class="mono wrap-any">${m.source}/${m.model}</span></span>`)}</p>` : null}
-      <${PriceForm} sources=${sources} models=${models} onSaved=${prices.reload} />
+      ${admin ? html`<${PriceForm} sources=${sources} models=${models} onSaved=${prices.reload} />` : null}
     </div>
     ${r ? html`<${ConfirmAction} danger title="Remove run-time price" confirmLabel="Remove price"
       message=${`Remove the run-time price of ${r.model}${r.source ? ` at ${r.source}` : ' (every source)'}? config.yaml's or the price table's applies again.`}
@@ -246,7 +249,7 @@ function UnpricedServing({ list }) {
   if (!list?.length) return null;
   return html`<div class="state warnbox" role="alert" data-testid="unpriced-serving">
     <strong>Unpriced models serving traffic</strong>
-    <span>These served requests in the last 30 days without a price: their cost is in no total and no budget. Set a price below.</span>
+    <span>These served requests in the last 30 days without a price: their cost is in no total and no budget.${may('admin') ? ' Set a price below.' : ''}</span>
     <ul>${list.map((m, i) => html`<li key=${i} class="wrap-any"><span class="mono">${m.source}/${m.model}</span>
       <span class="muted"> · ${fmtNum(m.attempts)} attempt${m.attempts === 1 ? '' : 's'}, last <span title=${fmtTime(m.last_at_ms)}>${fmtAgo(m.last_at_ms)}</span></span></li>`)}</ul>
   </div>`;

@@ -111,6 +111,7 @@ const TOP_LEVEL: &[&str] = &[
     "pricing",
     "cache",
     "policies",
+    "access",
     "prices",
     "budgets",
     "keys",
@@ -199,6 +200,7 @@ fn parse_runtime(text: &str) -> (RuntimeFile, Vec<FieldError>) {
         "channel_selection",
         "prices",
         "policies",
+        "admin_tokens",
     ];
     let env = |_: &str| None;
     let mut c = Collector { index: LineIndex::new(text), errors: Vec::new(), env: &env, positions: Default::default() };
@@ -237,6 +239,7 @@ fn parse_runtime(text: &str) -> (RuntimeFile, Vec<FieldError>) {
         channel_selection: c.field(&top, "channel_selection"),
         prices: c.list(&top, "prices"),
         policies: c.list(&top, "policies"),
+        admin_tokens: c.list(&top, "admin_tokens"),
     };
     (runtime, c.errors)
 }
@@ -278,6 +281,15 @@ pub fn with_runtime(base: &Config, runtime: &RuntimeFile, adapters: &[&str]) -> 
                 &format!("keys[{i}].key_sha256"),
                 "is not a sha256 digest in hex",
                 "create keys through the admin API",
+            );
+        }
+    }
+    for (i, t) in runtime.admin_tokens.iter().enumerate() {
+        if t.sha256.len() != 64 || !t.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            c.error(
+                &format!("admin_tokens[{i}].sha256"),
+                "is not a sha256 digest in hex",
+                "make personal tokens through the admin API",
             );
         }
     }

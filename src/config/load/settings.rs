@@ -99,6 +99,7 @@ impl Collector<'_> {
         if let Some((field, what, fix)) = cache.problem() {
             self.error(&format!("cache.{field}"), what, fix);
         }
+        let access: crate::config::AccessConfig = self.field(top, "access").unwrap_or_default();
         let policies: Vec<crate::config::PolicyConfig> = self.list(top, "policies");
         let sandbox_memory_mb = (sandbox.limits((body_limit_mb as usize) << 20).memory_bytes >> 20) as u64;
         self.check_policies(&policies, sandbox_memory_mb);
@@ -128,6 +129,7 @@ impl Collector<'_> {
             shared_state,
             adapters: adapter_policies,
             pricing,
+            access,
             cache,
             policies,
         }

@@ -101,9 +101,59 @@ pub async fn create(State(gw): State<Arc<Gateway>>, bytes: Bytes) -> Result<(Sta
     if request.models.is_empty() {
         return Err(ApiError::invalid_request("`models` is empty, so the key could use nothing").param("models"));
     }
+    let (secret, key) = runtime_key(&gw, request);
+    let name = key.name.clone();
+    gw.edit(|file, config| {
+        if config.keys.iter().any(|k| k.name == name) || config.runtime_keys.iter().any(|k| k.name == name) {
+            return Err(conflict(format!("a key named `{name}` exists")));
+        }
+        file.keys.push(key);
+        Ok(())
+    })
+    .await?;
+    tracing::info!(key = %name, "admin created a key");
+    made(gw, name, secret).await
+}
+
+/// The WebUI playground's key.
+const PLAYGROUND: &str = "playground";
+/// Tokens an hour the playground key may use.
+const PLAYGROUND_TOKENS: u64 = 20_000;
+
+/// `POST /admin/api/playground-key`: the playground's key made anew (its old secret stops
+/// working), for every model with a small hourly quota, so operators try models without being
+/// able to make keys: clicks never pile up unlimited keys.
+pub async fn playground(State(gw): State<Arc<Gateway>>) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let request = NewKey {
+        name: KeyName::new(PLAYGROUND),
+        models: everything(),
+        group: GroupName::default(),
+        token_quota: Some(PLAYGROUND_TOKENS),
+        period: PeriodName::Hour,
+        hours: None,
+        budget: None,
+        cache: None,
+        policies: Vec::new(),
+    };
+    let (secret, key) = runtime_key(&gw, request);
+    let name = key.name.clone();
+    gw.edit(|file, config| {
+        if config.keys.iter().any(|k| k.name == name) {
+            return Err(conflict(format!("config.yaml has a key named `{name}`: paste a key instead")));
+        }
+        file.keys.retain(|k| k.name != name);
+        file.keys.push(key);
+        Ok(())
+    })
+    .await?;
+    made(gw, name, secret).await
+}
+
+/// A runtime key as asked, with a new secret (kept only as its digest).
+fn runtime_key(gw: &Gateway, request: NewKey) -> (String, RuntimeKey) {
     let secret = format!("sk-sy-{}{}", uuid::Uuid::new_v4().simple(), &uuid::Uuid::new_v4().simple().to_string()[..16]);
     let key = RuntimeKey {
-        name: request.name.clone(),
+        name: request.name,
         key_sha256: digest_hex(&secret),
         hint: mask(&secret),
         models: request.models,
@@ -116,16 +166,11 @@ pub async fn create(State(gw): State<Arc<Gateway>>, bytes: Bytes) -> Result<(Sta
         cache: request.cache,
         policies: request.policies,
     };
-    let name = key.name.clone();
-    gw.edit(|file, config| {
-        if config.keys.iter().any(|k| k.name == name) || config.runtime_keys.iter().any(|k| k.name == name) {
-            return Err(conflict(format!("a key named `{name}` exists")));
-        }
-        file.keys.push(key);
-        Ok(())
-    })
-    .await?;
-    tracing::info!(key = %name, "admin created a key");
+    (secret, key)
+}
+
+/// A key just made, as listed, with its secret this once.
+async fn made(gw: Arc<Gateway>, name: KeyName, secret: String) -> Result<(StatusCode, Json<Value>), ApiError> {
     let mut shown = show(State(gw), Path(name.to_string())).await?.0;
     shown["key"] = json!(secret);
     shown["note"] = json!("the key is shown this once; only a digest of it is kept");

@@ -1,10 +1,12 @@
-//! The admin API under `/admin/api/` (and Keyway's `/admin/llm/` paths): the admin token in
-//! `Authorization: Bearer` or `X-Admin-Token`, checked once for every path. Off (404) without
-//! `admin_token`. Every change goes through `Gateway::edit`: validated, persisted, swapped in.
+//! The admin API under `/admin/api/` (and Keyway's `/admin/llm/` paths): every route registered
+//! with the role it needs, and one guard that names the caller, checks the role and writes the
+//! audit trail. Off (404) without `admin_token`. Changes go through `Gateway::edit`.
 
+mod access;
 pub(crate) mod adapters;
 mod cache;
 mod chains;
+mod guard;
 mod health;
 mod in_process;
 mod keys;
@@ -14,78 +16,146 @@ pub(crate) mod policies;
 mod routes;
 mod settings;
 mod sources;
+pub(crate) mod trail;
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::handler::Handler;
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{MethodFilter, MethodRouter, on};
 use serde::de::DeserializeOwned;
-use sha2::{Digest, Sha256};
 
 use super::Gateway;
 use super::error::{ApiError, ErrorType};
+use crate::domain::Role::{self, Admin, Operator, Viewer};
+pub(crate) use guard::{Roles, TelegramUser, authenticate};
 
 pub use health::internal;
 pub use in_process::InProcess;
 
-/// Admin routes (JSON bodies up to axum's 2 MiB default; adapter uploads up to 64 MiB).
-pub fn router(gateway: Arc<Gateway>) -> Router<Arc<Gateway>> {
-    let api = Router::new()
-        .route("/health", get(health::health))
-        .route("/serving", get(health::serving).put(health::set_serving))
-        .route("/cooldowns/clear", post(health::clear_cooldowns))
-        .route("/affinity/clear", post(health::clear_affinity))
-        .route("/stats/reset", post(health::reset_stats))
-        .route("/logs", get(health::logs))
-        .route("/stats", get(health::stats))
-        .route("/stats/series", get(health::series))
-        .route("/settings", get(settings::show).put(settings::change))
-        .route("/sources", get(sources::list).post(sources::create))
-        .route("/sources/{name}", get(sources::show).put(sources::replace).delete(sources::delete))
-        .route("/sources/{name}/test", post(sources::test))
-        .route("/sources/{name}/detect", post(sources::detect))
-        .route("/source-templates", get(sources::list_templates).post(sources::create_template))
-        .route("/source-templates/{name}", put(sources::replace_template).delete(sources::delete_template))
-        .route("/source-templates/{name}/sources", post(sources::from_template))
-        .route("/adapters", get(adapters::list))
-        .route("/adapters/{name}/source", get(adapters::source))
-        .route(
-            "/adapters/{name}",
-            put(adapters::upload).delete(adapters::delete).layer(DefaultBodyLimit::max(adapters::MAX_UPLOAD)),
-        )
-        .route("/auto", get(chains::chat).put(chains::set_chat))
-        .route("/auto-image", get(chains::image).put(chains::set_image))
-        .route("/routes", get(routes::list).post(routes::create))
-        .route("/routes/{id}", get(routes::show).put(routes::replace).delete(routes::delete))
-        .route("/routes/{id}/providers", get(routes::providers).post(routes::add_provider))
-        .route("/route-providers/{id}", axum::routing::patch(routes::update_provider).delete(routes::remove_provider))
-        .route("/keys", get(keys::list).post(keys::create))
-        .route("/keys/{name}", get(keys::show).patch(keys::update).delete(keys::delete))
-        .route("/prices", get(money::list).put(money::set).delete(money::delete))
-        .route("/spend", get(money::spend))
-        .route("/budgets", get(money::budgets))
-        .route("/cache", get(cache::show).delete(cache::purge))
-        .route("/policies", get(policies::list))
-        .route("/policies/{name}", put(policies::define).delete(policies::delete))
-        .route(
-            "/policies/{name}/component",
-            put(policies::upload).layer(axum::extract::DefaultBodyLimit::max(policies::MAX_UPLOAD)),
-        )
-        .route("/openapi.json", get(openapi::document));
+/// Routes under one prefix, each with the role it needs: registered together, so no route can
+/// exist without one.
+struct Guarded {
+    prefix: &'static str,
+    router: Router<Arc<Gateway>>,
+    roles: Roles,
+}
+
+impl Guarded {
+    fn new(prefix: &'static str) -> Guarded {
+        Guarded { prefix, router: Router::new(), roles: Roles::new() }
+    }
+
+    fn at<H: Handler<T, Arc<Gateway>>, T: 'static>(self, method: Method, path: &str, role: Role, handler: H) -> Self {
+        let filter = MethodFilter::try_from(method.clone()).expect("a method axum routes");
+        self.with(method, path, role, on(filter, handler))
+    }
+
+    fn with(mut self, method: Method, path: &str, role: Role, endpoint: MethodRouter<Arc<Gateway>>) -> Self {
+        self.router = self.router.route(path, endpoint);
+        self.roles.insert((method, format!("{}{path}", self.prefix)), role);
+        self
+    }
+}
+
+/// Every admin route and the role it needs. Viewers read; operators intervene (cooldowns,
+/// affinity, pausing, switching sources, tests, the playground's key, purging the cache);
+/// admins change what the gateway is. Anyone manages their own personal tokens.
+fn routes() -> (Router<Arc<Gateway>>, Roles) {
+    use Method as M;
+    let api = Guarded::new("/admin/api")
+        .at(M::GET, "/health", Viewer, health::health)
+        .at(M::GET, "/serving", Viewer, health::serving)
+        .at(M::PUT, "/serving", Operator, health::set_serving)
+        .at(M::POST, "/cooldowns/clear", Operator, health::clear_cooldowns)
+        .at(M::POST, "/affinity/clear", Operator, health::clear_affinity)
+        .at(M::POST, "/stats/reset", Operator, health::reset_stats)
+        .at(M::GET, "/logs", Viewer, health::logs)
+        .at(M::GET, "/stats", Viewer, health::stats)
+        .at(M::GET, "/stats/series", Viewer, health::series)
+        .at(M::GET, "/settings", Viewer, settings::show)
+        .at(M::PUT, "/settings", Admin, settings::change)
+        .at(M::GET, "/sources", Viewer, sources::list)
+        .at(M::POST, "/sources", Admin, sources::create)
+        .at(M::GET, "/sources/{name}", Viewer, sources::show)
+        .at(M::PUT, "/sources/{name}", Admin, sources::replace)
+        .at(M::DELETE, "/sources/{name}", Admin, sources::delete)
+        .at(M::POST, "/sources/{name}/test", Operator, sources::test)
+        .at(M::POST, "/sources/{name}/detect", Operator, sources::detect)
+        .at(M::POST, "/sources/{name}/enable", Operator, sources::enable)
+        .at(M::POST, "/sources/{name}/disable", Operator, sources::disable)
+        .at(M::GET, "/source-templates", Viewer, sources::list_templates)
+        .at(M::POST, "/source-templates", Admin, sources::create_template)
+        .at(M::PUT, "/source-templates/{name}", Admin, sources::replace_template)
+        .at(M::DELETE, "/source-templates/{name}", Admin, sources::delete_template)
+        .at(M::POST, "/source-templates/{name}/sources", Admin, sources::from_template)
+        .at(M::GET, "/adapters", Viewer, adapters::list)
+        .at(M::GET, "/adapters/{name}/source", Viewer, adapters::source)
+        .with(M::PUT, "/adapters/{name}", Admin, upload(adapters::upload, adapters::MAX_UPLOAD))
+        .at(M::DELETE, "/adapters/{name}", Admin, adapters::delete)
+        .at(M::GET, "/auto", Viewer, chains::chat)
+        .at(M::PUT, "/auto", Admin, chains::set_chat)
+        .at(M::GET, "/auto-image", Viewer, chains::image)
+        .at(M::PUT, "/auto-image", Admin, chains::set_image)
+        .at(M::GET, "/routes", Viewer, routes::list)
+        .at(M::POST, "/routes", Admin, routes::create)
+        .at(M::GET, "/routes/{id}", Viewer, routes::show)
+        .at(M::PUT, "/routes/{id}", Admin, routes::replace)
+        .at(M::DELETE, "/routes/{id}", Admin, routes::delete)
+        .at(M::GET, "/routes/{id}/providers", Viewer, routes::providers)
+        .at(M::POST, "/routes/{id}/providers", Admin, routes::add_provider)
+        .at(M::PATCH, "/route-providers/{id}", Admin, routes::update_provider)
+        .at(M::DELETE, "/route-providers/{id}", Admin, routes::remove_provider)
+        .at(M::GET, "/keys", Viewer, keys::list)
+        .at(M::POST, "/keys", Admin, keys::create)
+        .at(M::GET, "/keys/{name}", Viewer, keys::show)
+        .at(M::PATCH, "/keys/{name}", Admin, keys::update)
+        .at(M::DELETE, "/keys/{name}", Admin, keys::delete)
+        .at(M::POST, "/playground-key", Operator, keys::playground)
+        .at(M::GET, "/prices", Viewer, money::list)
+        .at(M::PUT, "/prices", Admin, money::set)
+        .at(M::DELETE, "/prices", Admin, money::delete)
+        .at(M::GET, "/spend", Viewer, money::spend)
+        .at(M::GET, "/budgets", Viewer, money::budgets)
+        .at(M::GET, "/cache", Viewer, cache::show)
+        .at(M::DELETE, "/cache", Operator, cache::purge)
+        .at(M::GET, "/policies", Viewer, policies::list)
+        .at(M::PUT, "/policies/{name}", Admin, policies::define)
+        .at(M::DELETE, "/policies/{name}", Admin, policies::delete)
+        .with(M::PUT, "/policies/{name}/component", Admin, upload(policies::upload, policies::MAX_UPLOAD))
+        .at(M::GET, "/me", Viewer, access::me)
+        .at(M::GET, "/tokens", Viewer, access::list)
+        .at(M::POST, "/tokens", Viewer, access::create)
+        .at(M::DELETE, "/tokens/{id}", Viewer, access::revoke)
+        .at(M::GET, "/audit", Viewer, access::audit)
+        .at(M::GET, "/openapi.json", Viewer, openapi::document);
     // Keyway's paths for the same operations, so its tooling keeps working.
-    let keyway = Router::new()
-        .route("/routes/{id}/providers", get(routes::providers).post(routes::add_provider))
-        .route("/route-providers/{id}", axum::routing::patch(routes::update_provider).delete(routes::remove_provider))
-        .route("/health", get(health::health))
-        .route("/health/{provider}/reset", post(routes::reset_provider));
-    Router::new()
-        .nest("/admin/api", api)
-        .nest("/admin/llm", keyway)
-        .route_layer(axum::middleware::from_fn_with_state(gateway, require_admin))
+    let keyway = Guarded::new("/admin/llm")
+        .at(M::GET, "/routes/{id}/providers", Viewer, routes::providers)
+        .at(M::POST, "/routes/{id}/providers", Admin, routes::add_provider)
+        .at(M::PATCH, "/route-providers/{id}", Admin, routes::update_provider)
+        .at(M::DELETE, "/route-providers/{id}", Admin, routes::remove_provider)
+        .at(M::GET, "/health", Viewer, health::health)
+        .at(M::POST, "/health/{provider}/reset", Operator, routes::reset_provider);
+    let mut roles = api.roles;
+    roles.extend(keyway.roles);
+    (Router::new().nest(api.prefix, api.router).nest(keyway.prefix, keyway.router), roles)
+}
+
+/// A PUT taking a body up to `limit` bytes (a component).
+fn upload<H: Handler<T, Arc<Gateway>>, T: 'static>(handler: H, limit: usize) -> MethodRouter<Arc<Gateway>> {
+    axum::routing::put(handler).layer(DefaultBodyLimit::max(limit))
+}
+
+/// Admin routes (JSON bodies up to axum's 2 MiB default; uploads up to their own limits).
+pub fn router(gateway: Arc<Gateway>) -> Router<Arc<Gateway>> {
+    let (router, roles) = routes();
+    router
+        .route_layer(axum::middleware::from_fn_with_state((gateway, Arc::new(roles)), guard::guard))
         .layer(axum::middleware::from_fn(json_errors))
 }
 
@@ -110,62 +180,6 @@ async fn json_errors(request: Request, next: Next) -> Response {
     .into_response()
 }
 
-async fn require_admin(State(gw): State<Arc<Gateway>>, request: Request, next: Next) -> Response {
-    // The bot calls in-process, with no peer address: only HTTP peers are throttled.
-    let peer = request
-        .extensions()
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| super::throttle::client_of(c.0.ip(), request.headers()));
-    match authorize_peer(&gw, request.headers(), peer) {
-        Ok(()) => next.run(request).await,
-        Err(e) => e.into_response(),
-    }
-}
-
-/// [`authorize`], for a request from `peer`: a peer that sent too many wrong tokens lately is
-/// turned away (429) before its next token is even compared. A request without a token is not
-/// a guess: it gets its 401.
-fn authorize_peer(gw: &Gateway, headers: &HeaderMap, peer: Option<std::net::IpAddr>) -> Result<(), ApiError> {
-    let sent = headers.contains_key("x-admin-token") || headers.contains_key(header::AUTHORIZATION);
-    let Some(peer) = peer.filter(|_| sent) else { return authorize(gw, headers) };
-    let now = gw.scheduler.now();
-    if let Some(wait) = gw.auth_failures.wait(peer, now) {
-        return Err(super::throttle::turned_away(wait));
-    }
-    let verdict = authorize(gw, headers);
-    if verdict.as_ref().is_err_and(|e| e.status == StatusCode::UNAUTHORIZED) {
-        gw.auth_failures.failed(peer, now);
-    }
-    verdict
-}
-
-pub(crate) fn authorize(gw: &Gateway, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(token) = gw.settings.admin_token.secret() else {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            ErrorType::InvalidRequest,
-            "the admin API is off: admin_token is empty in the config",
-        ));
-    };
-    let sent = headers.get("x-admin-token").and_then(|v| v.to_str().ok()).or_else(|| {
-        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "))
-    });
-    // Compare digests, so the comparison takes the same time whatever the guess.
-    let matches =
-        sent.is_some_and(|s| Sha256::digest(s.trim().as_bytes()) == Sha256::digest(token.expose().as_bytes()));
-    if matches {
-        return Ok(());
-    }
-    // Where a made token is: the file's name, not the host's path, to whoever asks.
-    let message = match gw.settings.admin_token {
-        crate::config::AdminToken::Stored(..) => {
-            "admin token missing or wrong: the gateway made it at its first start and keeps it in the file `admin_token` in its data_dir (the start's log says where)"
-        }
-        _ => "admin token missing or wrong: it is the config's `admin_token`",
-    };
-    Err(ApiError::new(StatusCode::UNAUTHORIZED, ErrorType::Authentication, message))
-}
-
 /// A JSON body, with type errors naming the field.
 fn body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     super::request::parse_json(bytes)
@@ -177,4 +191,32 @@ fn not_found(what: &str, name: &str) -> ApiError {
 
 fn conflict(message: String) -> ApiError {
     ApiError::new(StatusCode::CONFLICT, ErrorType::InvalidRequest, message).code("conflict")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The documented API and the routed one are the same set, each route with the role
+    /// openapi.json's `x-role` says.
+    #[test]
+    fn every_documented_route_has_its_role_and_every_routed_one_is_documented() {
+        let (_, roles) = routes();
+        let doc: serde_json::Value = serde_json::from_str(include_str!("openapi.json")).unwrap();
+        let mut documented = std::collections::BTreeSet::new();
+        for (path, methods) in doc["paths"].as_object().unwrap() {
+            for (method, operation) in methods.as_object().unwrap() {
+                let role = operation["x-role"].as_str().unwrap_or("none").to_string();
+                documented.insert((method.to_uppercase(), path.clone(), role));
+            }
+        }
+        let routed: std::collections::BTreeSet<(String, String, String)> =
+            roles.iter().map(|((m, p), role)| (m.to_string(), p.clone(), role.to_string())).collect();
+        let undocumented: Vec<_> = routed.difference(&documented).collect();
+        let unrouted: Vec<_> = documented.difference(&routed).collect();
+        assert!(
+            undocumented.is_empty() && unrouted.is_empty(),
+            "routed, not in openapi.json: {undocumented:?}; documented, not routed: {unrouted:?}"
+        );
+    }
 }

@@ -221,6 +221,33 @@ pub async fn create_template(
     Ok((StatusCode::CREATED, Json(shown)))
 }
 
+/// `POST /admin/api/sources/{name}/enable`: the source serves again. An operator's switch:
+/// only `enabled` changes, whatever else the source holds.
+pub async fn enable(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
+    switch(gw, SourceName::new(name), true).await
+}
+
+/// `POST /admin/api/sources/{name}/disable`: no requests go to the source until it is enabled.
+pub async fn disable(State(gw): State<Arc<Gateway>>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
+    switch(gw, SourceName::new(name), false).await
+}
+
+async fn switch(gw: Arc<Gateway>, name: SourceName, enabled: bool) -> Result<Json<Value>, ApiError> {
+    gw.edit(|file, config| {
+        let mut source = config.source(&name).ok_or_else(|| not_found("source", name.as_str()))?.clone();
+        if source.enabled == enabled {
+            return Ok(());
+        }
+        source.enabled = enabled;
+        file.sources.retain(|s| s.name != name);
+        file.sources.push(source);
+        Ok(())
+    })
+    .await?;
+    tracing::info!(source = %name, enabled, "admin switched a source");
+    show(State(gw), Path(name.to_string())).await
+}
+
 pub async fn replace_template(
     State(gw): State<Arc<Gateway>>,
     Path(name): Path<String>,

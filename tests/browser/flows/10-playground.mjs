@@ -67,7 +67,7 @@ export default async function (ctx) {
   const made = [];
   for (let i = 0; i < 2; i++) {
     const [created] = await Promise.all([
-      page.waitForResponse((r) => r.url().endsWith('/admin/api/keys') && r.request().method() === 'POST'),
+      page.waitForResponse((r) => r.url().endsWith('/admin/api/playground-key') && r.request().method() === 'POST'),
       page.getByRole('button', { name: 'Create a playground key' }).click(),
     ]);
     assert.equal(created.status(), 201);
