@@ -1,5 +1,5 @@
-//! The one place the gateway's outgoing HTTP clients are made, and the CA roots they trust: the
-//! system's, or, on a system without any (a container from scratch), the Mozilla roots built in.
+//! The one place the gateway's outgoing HTTP clients are made, the CA roots they trust (the
+//! system's, or the Mozilla roots built in), and bounded reading of what they answer.
 
 use std::sync::OnceLock;
 
@@ -38,6 +38,18 @@ fn roots() -> Roots {
             Roots::BuiltIn
         }
     })
+}
+
+/// A response body read whole, refused once it passes `max` bytes.
+pub async fn read_bounded(response: &mut reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| format!("reading the body failed: {e}"))? {
+        if bytes.len() + chunk.len() > max {
+            return Err(format!("the response is larger than {max} bytes"));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //             serving pause, source test / detect / enable / disable, the playground key)
 //   admin:    everything else (sources, keys, routes, adapters, prices, policies, settings...)
 import { useState, useEffect } from './lib.js';
-import { api } from './api.js';
+import { api, session } from './api.js';
 
 /** The roles, least first. */
 export const ROLES = ['viewer', 'operator', 'admin'];
@@ -17,9 +17,20 @@ const listeners = new Set();
 /** The identity in use: {name, role, via}, or null before /me answered (or after a logout). */
 export const getMe = () => me;
 
-/** Sets (or clears, with null) the identity; components using useMe() re-render. */
+/**
+ * Sets (or clears, with null) the identity; components using useMe() re-render. A single
+ * sign-on session's CSRF token goes to api() (in memory), not into the identity.
+ */
 export function setMe(next) {
-  me = next;
+  if (next && typeof next === 'object') {
+    const { csrf, ...who } = next;
+    if (who.via === 'session') session.set(csrf);
+    else session.clear();
+    me = who;
+  } else {
+    session.clear();
+    me = null;
+  }
   listeners.forEach((f) => f(me));
 }
 
@@ -47,10 +58,10 @@ export const VIA = {
   admin_token: 'the configured admin token',
   token: 'a personal token',
   telegram: 'Telegram',
-  session: 'a session',
+  session: 'single sign-on',
 };
 
-/** Asks the gateway who the stored token is (GET /me) and keeps it. */
+/** Asks the gateway who the stored token (or the session cookie) is (GET /me) and keeps it. */
 export async function loadMe() {
   const who = await api('GET', '/me');
   setMe(who);

@@ -1,9 +1,9 @@
 // The shell: login, theme, navigation and the hash router. Pages are loaded on demand with
 // import('./pages/NAME.js'); a page that fails to load or throws shows an ErrorBox.
 import { html, render, useState, useEffect, useRef, Component } from './lib.js';
-import { api, token, onUnauthorized } from './api.js';
+import { api, token, session, onUnauthorized, ssoOffer, sessionMe, endSession } from './api.js';
 import { ErrorBox, Loading, Toasts, Button, Field, Pill, parseHash } from './ui.js';
-import { loadMe, setMe, useMe, VIA } from './access.js';
+import { loadMe, getMe, setMe, useMe, VIA } from './access.js';
 
 const ICON = new URL('./favicon.svg', import.meta.url).href;
 
@@ -65,7 +65,25 @@ function ThemeToggle() {
 // ---------------------------------------------------------------------------------------------
 // Login
 
-function Login({ message, onLogin }) {
+/**
+ * A refused single sign-on comes back as `/ui/?sso_error=<why>`: read once, then taken out of
+ * the address bar (a reload or a bookmark must not show it again). Shown as text only.
+ */
+function takeSsoError() {
+  try {
+    const url = new URL(window.location.href);
+    const why = url.searchParams.get('sso_error');
+    if (why === null) return null;
+    url.searchParams.delete('sso_error');
+    window.history.replaceState(window.history.state, '', `${url.pathname}${url.search}${url.hash}`);
+    return why.trim().slice(0, 500) || 'the sign-in did not complete';
+  } catch {
+    return null;
+  }
+}
+const SSO_ERROR_AT_LOAD = takeSsoError();
+
+function Login({ message, onLogin, sso, ssoError }) {
   const [value, setValue] = useState('');
   const [error, setError] = useState(message ? { message } : null);
   const [busy, setBusy] = useState(false);
@@ -92,13 +110,16 @@ function Login({ message, onLogin }) {
     <form class="login card" onSubmit=${submit} aria-labelledby="login-title">
       <div class="brand brand-login"><img src=${ICON} alt="" width="28" height="28" /><span>Switchyard</span></div>
       <h1 id="login-title">Log in</h1>
+      ${ssoError ? html`<div data-testid="sso-error"><${ErrorBox} error=${{ message: ssoError }} title="Single sign-on failed" /></div>` : null}
+      ${sso?.enabled ? html`<a class="btn btn-primary" href=${sso.login} data-testid="sso-login">Sign in with single sign-on</a>
+        <div class="login-or"><span>or with a token</span></div>` : null}
       <p class="muted">Enter the gateway's <code>admin_token</code> or a personal token (<code>sya_…</code>). It is kept for this browser tab only.</p>
       <${Field} label="Admin token or personal token">
         <input type="password" autocomplete="current-password" value=${value} autofocus
           onInput=${(e) => setValue(e.currentTarget.value)} required />
       <//>
       ${error ? html`<${ErrorBox} error=${error} title="Login failed" />` : null}
-      <${Button} type="submit" variant="primary" busy=${busy}>Log in<//>
+      <${Button} type="submit" variant=${sso?.enabled ? 'default' : 'primary'} busy=${busy}>Log in<//>
     </form>
   </div>`;
 }
@@ -242,19 +263,61 @@ function Resume({ onLogout }) {
 function App() {
   const [authed, setAuthed] = useState(!!token.get());
   const [message, setMessage] = useState(null);
+  const [ssoError, setSsoError] = useState(SSO_ERROR_AT_LOAD);
+  const [sso, setSso] = useState(null); // GET /auth/sso's answer, once it came
   const me = useMe();
   useEffect(() => onUnauthorized(() => {
     // The login form's own check clears the token itself; only a session in use is ended here.
     if (!document.querySelector('.login')) {
+      const wasSession = session.active() && !token.get();
       token.clear();
       setMe(null);
-      setMessage('The token was refused (401): it was revoked, expired or changed. Sign in again.');
+      setMessage(wasSession
+        ? 'The single sign-on session ended (401): it expired or was logged out. Sign in again.'
+        : 'The token was refused (401): it was revoked, expired or changed. Sign in again.');
       setAuthed(false);
     }
   }), []);
-  const logout = () => { token.clear(); setMe(null); setMessage(null); setAuthed(false); };
+  // Whether single sign-on is offered; without a stored token, whether this browser has a
+  // session already (its cookie is HttpOnly: only GET /me can tell). Not after a refused
+  // sign-in: its message is what to show.
+  useEffect(() => {
+    let live = true;
+    (async () => {
+      const offer = await ssoOffer();
+      if (!live) return;
+      setSso(offer);
+      if (!offer.enabled || token.get() || SSO_ERROR_AT_LOAD) return;
+      try {
+        const who = await sessionMe();
+        if (live && who && !token.get() && !getMe()) {
+          setMe(who);
+          setMessage(null);
+          setAuthed(true);
+        }
+      } catch (e) {
+        if (live) setMessage(`Could not ask the gateway about a single sign-on session: ${e.message}`);
+      }
+    })();
+    return () => { live = false; };
+  }, []);
+  const logout = async () => {
+    let note = null;
+    if (session.active() && !token.get()) {
+      try {
+        await endSession();
+      } catch (e) {
+        note = `The gateway did not end the single sign-on session: ${e.message}`;
+      }
+    }
+    token.clear();
+    setMe(null);
+    setMessage(note);
+    setAuthed(false);
+  };
   if (!authed) {
-    return html`<${Login} message=${message} onLogin=${() => { setMessage(null); setAuthed(true); }} /><${Toasts} />`;
+    const loggedIn = () => { setMessage(null); setSsoError(null); setAuthed(true); };
+    return html`<${Login} message=${message} onLogin=${loggedIn} sso=${sso} ssoError=${ssoError} /><${Toasts} />`;
   }
   if (!me) return html`<${Resume} onLogout=${logout} /><${Toasts} />`;
   // Keyed by identity: another login renders every page afresh for its role.

@@ -2,6 +2,7 @@
 //! audit trail's entries with their masked before/after. Plain types and pure functions.
 
 mod audit;
+pub mod sso;
 
 pub use audit::{AuditEntry, AuditQuery, ChangeRecord, MAX_AUDIT_PAGE, Outcome, changes_between};
 
@@ -28,6 +29,8 @@ pub enum Via {
     Token(String),
     /// The Telegram bot, for one of its allowed users.
     Telegram(i64),
+    /// A WebUI session opened by single sign-on.
+    Session,
 }
 
 impl Via {
@@ -36,6 +39,7 @@ impl Via {
             Via::AdminToken => "admin_token",
             Via::Token(_) => "token",
             Via::Telegram(_) => "telegram",
+            Via::Session => "session",
         }
     }
 }

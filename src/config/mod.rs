@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::domain::{AdapterName, ChannelSelection, GroupName, KeyName, PolicyName, Secret, SourceName, mask};
-pub use access::{AccessConfig, AdminTokenRecord};
+pub use access::{AccessConfig, AdminTokenRecord, RoleRule, SsoConfig};
 pub use cache::{CacheConfig, MAX_CACHE_TTL_SECONDS, SemanticConfig};
 pub use env::expand as expand_env;
 pub use error::{ConfigError, FieldError};

@@ -71,13 +71,7 @@ pub async fn run(
     }
     let mut response = request.send().await.map_err(|e| format!("request failed: {}", chain(&e)))?;
     let status = response.status().as_u16();
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| format!("reading the body failed: {e}"))? {
-        if bytes.len() + chunk.len() > MAX_BODY {
-            return Err(format!("the response is larger than {} MiB", MAX_BODY >> 20));
-        }
-        bytes.extend_from_slice(&chunk);
-    }
+    let bytes = crate::http_client::read_bounded(&mut response, MAX_BODY).await?;
     Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
 }
 

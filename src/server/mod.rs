@@ -31,6 +31,7 @@ mod report;
 mod request;
 mod responses;
 mod scope;
+mod sso;
 mod throttle;
 mod ticket;
 mod webui;
@@ -114,6 +115,8 @@ pub struct Gateway {
     pub cache: cache::ResponseCache,
     /// Policy components loaded for a change not yet in use (an upload), by policy name.
     staged_policies: std::sync::Mutex<policy::Staged>,
+    /// Single sign-on for the WebUI (`access.sso`), and its sessions.
+    pub sso: Option<sso::Sso>,
 }
 
 impl Gateway {
@@ -136,6 +139,7 @@ impl Gateway {
         let runtime =
             Runtime { provider: Provider::new(&config)?, keys: KeyTable::new(&config), prices, config, file, policies };
         let cache = cache::ResponseCache::new(&settings.cache, shared.clone());
+        let sso = settings.access.sso.clone().map(sso::Sso::new).transpose()?;
         Ok(Gateway {
             settings,
             base,
@@ -155,6 +159,7 @@ impl Gateway {
             price_table,
             cache,
             staged_policies: Default::default(),
+            sso,
         })
     }
 
@@ -468,6 +473,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
     app.route("/health", get(models::health))
         .merge(admin::router(gateway.clone()))
         .merge(webui::router())
+        .merge(sso::router())
         .fallback(not_found)
         .with_state(gateway)
 }

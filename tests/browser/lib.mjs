@@ -1,4 +1,39 @@
-// Helpers the WebUI flows share (this file is outside flows/, so it is not run as a flow).
+// Helpers the WebUI flows and the sign-in script share (this file is outside flows/, so it is
+// not run as a flow).
+import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
+
+/** Debian's Chromium, headless, with nothing that reaches out to the network on its own. */
+export function launchChromium() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: [
+      '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync',
+    ],
+  });
+}
+
+/** The header names who is logged in and their role. */
+export async function whoami(page, name, role) {
+  const who = page.getByTestId('whoami');
+  await who.waitFor();
+  assert.equal(await who.locator('.whoami-name').innerText(), name);
+  assert.equal(await who.locator('[data-role]').innerText(), role);
+}
+
+/** Opens the page `label` from the nav and waits for its heading. */
+export async function go(page, label) {
+  await page.getByRole('navigation').getByRole('link', { name: label, exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: label }).waitFor();
+}
+
+/** The Sources table's row of source `name`. */
+export function sourceRow(page, name) {
+  return page.getByRole('table', { name: 'Sources' }).getByRole('row')
+    .filter({ has: page.locator('td:first-child').getByText(name, { exact: true }) });
+}
+
 
 /** Presses Tab from the top of the page until the nav link `label` has the focus. */
 export async function tabToNavLink(page, label) {

@@ -1,9 +1,9 @@
 // The WebUI flows in headless Chromium, run by tests/it/webui.rs against a real gateway and
 // scripted upstreams (their addresses come in the environment). Exits non-zero on a failure.
 
-import { chromium } from 'playwright-core';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { launchChromium } from './lib.mjs';
 
 const env = {
   gateway: need('GATEWAY_URL'),
@@ -28,13 +28,7 @@ const ORDER = readdirSync(new URL('./flows/', import.meta.url)).filter((f) => f.
 const only = process.env.FLOWS ? process.env.FLOWS.split(',') : null;
 mkdirSync(env.shots, { recursive: true });
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  args: [
-    '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 
 let failed = 0;
 for (const name of ORDER) {

@@ -48,6 +48,7 @@ mod sandbox;
 mod sdk;
 mod sdk_python;
 mod slow_clients;
+mod sso;
 mod streaming;
 mod surfaces;
 mod telegram;

@@ -147,6 +147,31 @@ async fn admin(gw: &Binary, method: reqwest::Method, path: &str, body: Option<Va
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// Two replicas, `a` and `b`, of the shipped settings (the default sync interval) with one
+/// source, sharing state through `redis` under a prefix of their own.
+struct Shipped {
+    a: Binary,
+    b: Binary,
+    dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+impl Shipped {
+    fn start(redis: &RedisServer, up: &Upstream) -> Shipped {
+        let prefix = prefix();
+        let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let config = |name: &str| {
+            format!(
+                "admin_token: {ADMIN}\nshared_state: {{url: \"{}\", replica: {name}, prefix: {prefix}}}\nsources:\n  - {{name: first, base_url: \"{}\", models: [{{name: m}}]}}\n",
+                redis.url(),
+                up.url
+            )
+        };
+        let a = Binary::start_with_keys(da.path(), &keys(), &config("a"));
+        let b = Binary::start_with_keys(db.path(), &keys(), &config("b"));
+        Shipped { a, b, dirs: (da, db) }
+    }
+}
+
 async fn health(gw: &Binary) -> Value {
     admin(gw, reqwest::Method::GET, "/admin/api/health", None).await.1
 }
@@ -403,18 +428,8 @@ async fn an_affinity_binding_made_on_one_replica_routes_the_next_turn_on_the_oth
 async fn runtime_edits_and_uploaded_adapters_reach_the_other_replica_and_a_revoked_key_is_refused_within_a_second() {
     let redis = RedisServer::start();
     let up1 = Upstream::start().await;
-    let prefix = prefix();
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     // The default sync interval: the second asked for holds with what ships.
-    let shipped = |name: &str| {
-        format!(
-            "admin_token: {ADMIN}\nshared_state: {{url: \"{}\", replica: {name}, prefix: {prefix}}}\nsources:\n  - {{name: first, base_url: \"{}\", models: [{{name: m}}]}}\n",
-            redis.url(),
-            up1.url
-        )
-    };
-    let a = Binary::start_with_keys(da.path(), &keys(), &shipped("a"));
-    let b = Binary::start_with_keys(db.path(), &keys(), &shipped("b"));
+    let Shipped { a, b, dirs: _dirs } = Shipped::start(&redis, &up1);
 
     // A key made on A works on B.
     let (status, made) =
@@ -606,17 +621,7 @@ async fn a_cached_answer_is_shared_by_both_replicas_and_a_bad_or_absent_redis_is
 async fn a_policy_uploaded_on_one_replica_acts_on_the_other() {
     let redis = RedisServer::start();
     let up = Upstream::start().await;
-    let prefix = prefix();
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let shipped = |name: &str| {
-        format!(
-            "admin_token: {ADMIN}\nshared_state: {{url: \"{}\", replica: {name}, prefix: {prefix}}}\nsources:\n  - {{name: first, base_url: \"{}\", models: [{{name: m}}]}}\n",
-            redis.url(),
-            up.url
-        )
-    };
-    let a = Binary::start_with_keys(da.path(), &keys(), &shipped("a"));
-    let b = Binary::start_with_keys(db.path(), &keys(), &shipped("b"));
+    let Shipped { a, b, dirs: (_da, db) } = Shipped::start(&redis, &up);
     let greedy = json!({"model": "m", "max_tokens": 500, "messages": [{"role": "user", "content": "hi"}]});
     assert_eq!(chat(&b, KEY, &greedy).await.0, 200);
 
@@ -652,17 +657,7 @@ async fn a_policy_uploaded_on_one_replica_acts_on_the_other() {
 async fn a_personal_token_made_on_one_replica_works_on_the_other_and_both_trails_hold_its_changes() {
     let redis = RedisServer::start();
     let up = Upstream::start().await;
-    let prefix = prefix();
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let shipped = |name: &str| {
-        format!(
-            "admin_token: {ADMIN}\nshared_state: {{url: \"{}\", replica: {name}, prefix: {prefix}}}\nsources:\n  - {{name: first, base_url: \"{}\", models: [{{name: m}}]}}\n",
-            redis.url(),
-            up.url
-        )
-    };
-    let a = Binary::start_with_keys(da.path(), &keys(), &shipped("a"));
-    let b = Binary::start_with_keys(db.path(), &keys(), &shipped("b"));
+    let Shipped { a, b, dirs: _dirs } = Shipped::start(&redis, &up);
 
     // An operator's token made on A acts on B once the runtime file reached it.
     let made = json!({"name": "laptop", "owner": "olivia", "role": "operator"});

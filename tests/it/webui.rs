@@ -64,7 +64,7 @@ fn gateway_config(dir: &std::path::Path, upstream: &str) -> String {
     )
 }
 
-fn browser_dir() -> PathBuf {
+pub(crate) fn browser_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser")
 }
 

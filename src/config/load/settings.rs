@@ -100,6 +100,9 @@ impl Collector<'_> {
             self.error(&format!("cache.{field}"), what, fix);
         }
         let access: crate::config::AccessConfig = self.field(top, "access").unwrap_or_default();
+        if let Some((field, what, fix)) = access.sso.as_ref().and_then(|s| s.problem()) {
+            self.error(&format!("access.sso.{field}"), what, fix);
+        }
         let policies: Vec<crate::config::PolicyConfig> = self.list(top, "policies");
         let sandbox_memory_mb = (sandbox.limits((body_limit_mb as usize) << 20).memory_bytes >> 20) as u64;
         self.check_policies(&policies, sandbox_memory_mb);

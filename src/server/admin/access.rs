@@ -27,13 +27,17 @@ const MAX_TOKENS: usize = 5_000;
 /// A personal token's life unless asked otherwise, in days.
 const DEFAULT_TOKEN_DAYS: u64 = 90;
 
-/// `GET /admin/api/me`: who the token acts as.
-pub async fn me(Extension(actor): Extension<Actor>) -> Json<Value> {
+/// `GET /admin/api/me`: who the caller acts as; a WebUI session also gets its CSRF token.
+pub async fn me(Extension(actor): Extension<Actor>, csrf: Option<Extension<super::SessionCsrf>>) -> Json<Value> {
     let token = match &actor.via {
         crate::access::Via::Token(id) => Some(id.clone()),
         _ => None,
     };
-    Json(json!({"name": actor.name, "role": actor.role, "via": actor.via.as_str(), "token_id": token}))
+    let mut me = json!({"name": actor.name, "role": actor.role, "via": actor.via.as_str(), "token_id": token});
+    if let Some(Extension(super::SessionCsrf(csrf))) = csrf {
+        me["csrf"] = json!(csrf);
+    }
+    Json(me)
 }
 
 fn token_json(gw: &Gateway, t: &AdminTokenRecord) -> Value {

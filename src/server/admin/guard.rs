@@ -20,6 +20,10 @@ use crate::server::error::{ApiError, ErrorType};
 /// The role each admin route needs, by method and matched path (`/admin/api/sources/{name}`).
 pub type Roles = HashMap<(Method, String), Role>;
 
+/// A cookie-authenticated request's session CSRF token, for `/me` to hand to the WebUI.
+#[derive(Debug, Clone)]
+pub struct SessionCsrf(pub String);
+
 /// Set by the Telegram bot on its in-process calls: the user it acts for. Only the process can
 /// put it on a request; HTTP clients cannot.
 #[derive(Debug, Clone, Copy)]
@@ -31,17 +35,16 @@ pub async fn guard(
     next: Next,
 ) -> Response {
     // The bot calls in-process, with no peer address: only HTTP peers are throttled.
-    let peer = request
-        .extensions()
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| crate::server::throttle::client_of(c.0.ip(), request.headers()));
-    let asked = Asked {
-        method: request.method().to_string(),
-        path: request.uri().path().to_string(),
-        peer: peer.map(|p| p.to_string()),
-    };
+    let peer = trail::peer_of(&request);
+    let asked = Asked::of(&request);
     let telegram = request.extensions().get::<TelegramUser>().copied();
-    let actor = match authenticate_peer(&gw, request.headers(), peer, telegram) {
+    let session =
+        crate::server::sso::session_of(&gw, request.headers()).filter(|_| sent_token(request.headers()).is_none());
+    let authenticated = match &session {
+        Some(session) => Ok(Actor { name: session.name.clone(), role: session.role, via: Via::Session }),
+        None => authenticate_peer(&gw, request.headers(), peer, telegram),
+    };
+    let actor = match authenticated {
         Ok(actor) => actor,
         Err(e) => {
             if e.status == StatusCode::UNAUTHORIZED && sent_token(request.headers()).is_some() {
@@ -62,6 +65,15 @@ pub async fn guard(
         return ApiError::new(StatusCode::FORBIDDEN, ErrorType::Permission, message).code("forbidden").into_response();
     }
     let reads = matches!(*request.method(), Method::GET | Method::HEAD);
+    // A cookie goes with every request the browser makes, a page of another site's included:
+    // writes it authenticates must show they come from the WebUI.
+    if let Some(session) = &session {
+        if !reads && !crate::server::sso::csrf_matches(session, request.headers()) {
+            gw.record_audit(gw.audit_entry(Some(&actor), &asked, Outcome::Refused, 403));
+            return crate::server::sso::csrf_refused().into_response();
+        }
+        request.extensions_mut().insert(SessionCsrf(session.csrf.clone()));
+    }
     request.extensions_mut().insert(actor.clone());
     if reads {
         return next.run(request).await;

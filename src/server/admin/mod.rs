@@ -32,7 +32,7 @@ use serde::de::DeserializeOwned;
 use super::Gateway;
 use super::error::{ApiError, ErrorType};
 use crate::domain::Role::{self, Admin, Operator, Viewer};
-pub(crate) use guard::{Roles, TelegramUser, authenticate};
+pub(crate) use guard::{Roles, SessionCsrf, TelegramUser, authenticate};
 
 pub use health::internal;
 pub use in_process::InProcess;

@@ -64,6 +64,25 @@ pub struct Asked {
     pub peer: Option<String>,
 }
 
+impl Asked {
+    /// What `request` asks, and its client's address as the throttle sees it (none in-process).
+    pub fn of<B>(request: &axum::http::Request<B>) -> Asked {
+        Asked {
+            method: request.method().to_string(),
+            path: request.uri().path().to_string(),
+            peer: peer_of(request).map(|p| p.to_string()),
+        }
+    }
+}
+
+/// The client's address as the throttle sees it; none for the bot's in-process calls.
+pub fn peer_of<B>(request: &axum::http::Request<B>) -> Option<std::net::IpAddr> {
+    request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| crate::server::throttle::client_of(c.0.ip(), request.headers()))
+}
+
 impl Gateway {
     /// An entry for what `actor` asked, stamped with this replica and the clock.
     pub(crate) fn audit_entry(

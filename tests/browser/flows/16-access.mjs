@@ -7,6 +7,7 @@
 // operator's switch with beta's before and after, the viewer's refused write. The viewer's
 // token, revoked on the page, logs in no more.
 import assert from 'node:assert/strict';
+import { go, sourceRow, whoami } from '../lib.mjs';
 
 export default async function (ctx) {
   ctx.expectConsole(/status of 403/); // the viewer's write, refused
@@ -195,19 +196,6 @@ async function logOut(page) {
   await page.getByLabel(/admin token/i).waitFor();
 }
 
-/** The header names who is logged in and their role. */
-async function whoami(page, name, role) {
-  const who = page.getByTestId('whoami');
-  await who.waitFor();
-  assert.equal(await who.locator('.whoami-name').innerText(), name);
-  assert.equal(await who.locator('[data-role]').innerText(), role);
-}
-
-async function go(page, label) {
-  await page.getByRole('navigation').getByRole('link', { name: label, exact: true }).click();
-  await page.getByRole('heading', { level: 1, name: label }).waitFor();
-}
-
 /** Makes a personal token on the Access page; answers {id, secret} as the one-time dialog showed it. */
 async function createToken(page, { name, role, owner }) {
   await page.getByRole('button', { name: 'Create token' }).click();
@@ -257,11 +245,6 @@ async function filter(page, { actor = '', outcome = '', path = '' }) {
     }),
     form.getByRole('button', { name: 'Apply filters' }).click(),
   ]);
-}
-
-function sourceRow(page, name) {
-  return page.getByRole('table', { name: 'Sources' }).getByRole('row')
-    .filter({ has: page.locator('td:first-child').getByText(name, { exact: true }) });
 }
 
 function tokenRow(page, name) {
