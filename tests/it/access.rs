@@ -72,7 +72,12 @@ async fn every_admin_route_refuses_the_roles_below_its_own_and_a_viewer_sees_no_
     let secrets = [ADMIN, UPSTREAM_KEY, KEY, viewer.as_str(), operator.as_str()];
     let (_, doc) = json_call(&gw, &viewer, Method::GET, "/admin/api/openapi.json", None).await;
     let mut checked = 0;
-    for (holder, held) in [(viewer.as_str(), "viewer"), (operator.as_str(), "operator"), (ADMIN, "admin")] {
+    // Every write each identity sent, by (actor, method, path): each must be in the trail once.
+    let mut writes: std::collections::BTreeMap<(String, String, String), usize> = Default::default();
+    *writes.entry(("admin".into(), "POST".into(), "/admin/api/tokens".into())).or_default() += 2;
+    let people =
+        [(viewer.as_str(), "viewer", "victor"), (operator.as_str(), "operator", "olivia"), (ADMIN, "admin", "admin")];
+    for (holder, held, person) in people {
         for (path, methods) in doc["paths"].as_object().unwrap() {
             let concrete =
                 path.replace("{name}", "nothing").replace("{id}", "nothing").replace("{provider}", "nothing");
@@ -81,6 +86,9 @@ async fn every_admin_route_refuses_the_roles_below_its_own_and_a_viewer_sees_no_
                 let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
                 let reads = method == Method::GET;
                 let (status, text) = call(&gw, holder, method.clone(), &concrete, (!reads).then(|| json!({}))).await;
+                if !reads {
+                    *writes.entry((person.into(), method.to_string(), concrete.clone())).or_default() += 1;
+                }
                 if rank(held) < rank(needed) {
                     assert_eq!(status, 403, "{held} {method} {path}: {text}");
                     assert!(text.contains("\"forbidden\"") && text.contains(needed), "{text}");
@@ -97,6 +105,16 @@ async fn every_admin_route_refuses_the_roles_below_its_own_and_a_viewer_sees_no_
         }
     }
     assert!(checked >= 3 * 70, "{checked} calls");
+    let mut recorded: std::collections::BTreeMap<(String, String, String), usize> = Default::default();
+    for (_, _, person) in people {
+        for entry in audit(&gw, &format!("actor={person}&limit=500")).await {
+            assert_ne!(entry["method"], "GET", "reads are not recorded: {entry}");
+            let key =
+                (person.to_string(), entry["method"].as_str().unwrap().into(), entry["path"].as_str().unwrap().into());
+            *recorded.entry(key).or_default() += 1;
+        }
+    }
+    assert_eq!(recorded, writes, "every write is in the trail once, with its actor");
     // The viewer changed nothing: every change in the trail is an operator's or an admin's,
     // and the viewer's tries are there as refusals.
     let victor = audit(&gw, "actor=victor&limit=500").await;

@@ -103,7 +103,15 @@ async fn people_sign_in_through_a_real_openid_provider_with_the_role_of_their_gr
         String::from_utf8_lossy(&output.stderr),
         log[log.len().saturating_sub(60)..].join("\n")
     );
-    // The secret never reached the log.
+    // Each audit entry is also a structured log line; the secret never reached the log.
+    let audit_lines: Vec<&String> = log.iter().filter(|l| l.contains("switchyard::audit")).collect();
+    assert!(
+        audit_lines.iter().any(|l| l.contains("alice@example.test")
+            && l.contains("outcome=\"done\"")
+            && l.contains("via=\"session\"")),
+        "no audit line for alice's sign-in: {audit_lines:?}"
+    );
+    assert!(audit_lines.iter().any(|l| l.contains("outcome=\"failed_login\"")), "{audit_lines:?}");
     assert!(!log.iter().any(|l| l.contains(idp.started["client_secret"].as_str().unwrap())));
     gateway.assert_alive("the sign-in flows").await;
 }
