@@ -40,7 +40,7 @@ async fn start_idp() -> Idp {
         .await
         .expect("the provider starts in time")
         .unwrap()
-        .expect("the provider says where it listens");
+        .expect("the provider says where it listens (oidc-provider 9 needs Node.js 20 or later)");
     Idp { _child: child, started: serde_json::from_str(&line).unwrap() }
 }
 

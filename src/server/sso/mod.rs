@@ -148,9 +148,7 @@ async fn login(State(gw): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
         .append_pair("code_challenge_method", "S256");
     let secure = redirect.starts_with("https:");
     let pending = Pending { nonce, verifier, redirect_uri: redirect, started_ms: gw.scheduler.now().0 };
-    if !sso.sessions.start(state.clone(), pending, gw.scheduler.now().0) {
-        return refused("too many sign-ins are in progress; try again in a few minutes");
-    }
+    sso.sessions.start(state.clone(), pending, gw.scheduler.now().0);
     let login = cookie(LOGIN_COOKIE, state, "/auth", (PENDING_MS / 1000) as i64, secure);
     to(url.as_str(), vec![login])
 }
@@ -168,10 +166,20 @@ async fn callback(State(gw): State<Arc<Gateway>>, request: Request) -> Response 
     let Some(sso) = &gw.sso else { return not_offered() };
     let asked = Asked::of(&request);
     let headers = request.headers();
+    let now = gw.scheduler.now();
+    // Failed sign-ins count with wrong admin tokens: an address that keeps failing is turned
+    // away before it can fill the audit trail.
+    let peer = super::admin::trail::peer_of(&request);
+    if peer.and_then(|p| gw.auth_failures.wait(p, now)).is_some() {
+        return refused("too many failed sign-ins from this address; wait a minute");
+    }
     let Ok(answer) = serde_urlencoded::from_str::<Callback>(request.uri().query().unwrap_or_default()) else {
         return refused("the identity provider's answer does not read");
     };
     let fail = |who: Option<&str>, why: String| {
+        if let Some(peer) = peer {
+            gw.auth_failures.failed(peer, now);
+        }
         let actor =
             who.map(|name| Actor { name: name.to_string(), role: crate::domain::Role::Viewer, via: Via::Session });
         let mut entry = gw.audit_entry(actor.as_ref(), &asked, Outcome::FailedLogin, 401);
@@ -181,7 +189,6 @@ async fn callback(State(gw): State<Arc<Gateway>>, request: Request) -> Response 
         gw.record_audit(entry);
         refused(&why)
     };
-    let now = gw.scheduler.now();
     // The state must be the one this browser's sign-in sent, and is used once.
     let state = answer.state.as_deref().unwrap_or_default();
     let bound = cookie_value(headers, LOGIN_COOKIE).is_some_and(|c| !state.is_empty() && c == state);

@@ -11,7 +11,7 @@ use crate::domain::Role;
 
 /// How long a sign-in may take at the provider.
 pub const PENDING_MS: u64 = 10 * 60_000;
-/// Sign-ins in progress at once; past it new ones are refused until some finish or expire.
+/// Sign-ins in progress at once; past it the oldest is dropped for a new one.
 const MAX_PENDING: usize = 10_000;
 /// Open sessions at once; past it the one closest to expiry goes.
 const MAX_SESSIONS: usize = 100_000;
@@ -51,17 +51,20 @@ fn digest(id: &str) -> [u8; 32] {
 }
 
 impl Sessions {
-    /// Keeps a sign-in under its `state`; false when too many are in progress.
-    pub fn start(&self, state: String, pending: Pending, now_ms: u64) -> bool {
+    /// Keeps a sign-in under its `state`. When too many are in progress, the expired ones go,
+    /// then the oldest: a flood of sign-ins started and never finished cannot lock people out,
+    /// only push its own out.
+    pub fn start(&self, state: String, pending: Pending, now_ms: u64) {
         let mut map = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         if map.len() >= MAX_PENDING {
             map.retain(|_, p| now_ms < p.started_ms.saturating_add(PENDING_MS));
         }
-        if map.len() >= MAX_PENDING {
-            return false;
+        if map.len() >= MAX_PENDING
+            && let Some(oldest) = map.iter().min_by_key(|(_, p)| p.started_ms).map(|(k, _)| k.clone())
+        {
+            map.remove(&oldest);
         }
         map.insert(state, pending);
-        true
     }
 
     /// The sign-in with this `state`, taken (a callback is used once), unless it is too old.
@@ -116,8 +119,8 @@ mod tests {
     #[test]
     fn a_sign_in_is_finished_once_and_only_in_time() {
         let sessions = Sessions::default();
-        assert!(sessions.start("s1".into(), pending(1000), 1000));
-        assert!(sessions.start("s2".into(), pending(1000), 1000));
+        sessions.start("s1".into(), pending(1000), 1000);
+        sessions.start("s2".into(), pending(1000), 1000);
         assert_eq!(sessions.finish("s1", 2000), Some(pending(1000)));
         assert_eq!(sessions.finish("s1", 2000), None, "a state is used once");
         assert_eq!(sessions.finish("s2", 1000 + PENDING_MS), None, "too late");
@@ -125,13 +128,19 @@ mod tests {
     }
 
     #[test]
-    fn sign_ins_in_progress_are_bounded_and_old_ones_make_room() {
+    fn sign_ins_in_progress_are_bounded_and_the_oldest_make_room() {
         let sessions = Sessions::default();
-        for i in 0..MAX_PENDING {
-            assert!(sessions.start(format!("s{i}"), pending(0), 0));
+        sessions.start("first".into(), pending(0), 0);
+        for i in 1..MAX_PENDING {
+            sessions.start(format!("s{i}"), pending(1), 1);
         }
-        assert!(!sessions.start("one more".into(), pending(0), 0), "full");
-        assert!(sessions.start("later".into(), pending(PENDING_MS), PENDING_MS), "the expired ones went");
+        sessions.start("one more".into(), pending(2), 2);
+        assert_eq!(sessions.pending.lock().unwrap().len(), MAX_PENDING);
+        assert_eq!(sessions.finish("first", 2), None, "the oldest went");
+        assert!(sessions.finish("one more", 2).is_some(), "the newest is kept");
+        sessions.start("refill".into(), pending(2), 2);
+        sessions.start("later".into(), pending(PENDING_MS + 2), PENDING_MS + 2);
+        assert_eq!(sessions.pending.lock().unwrap().len(), 1, "the expired ones all went");
     }
 
     #[test]
