@@ -58,7 +58,8 @@ def read(path, default=None):
 
 
 def main(results, cores, cpu):
-    targets = [t for t in ["direct", "relay", "switchyard", "switchyard-anthropic", "switchyard-cached", "agentgateway", "helicone",
+    targets = [t for t in ["direct", "relay", "switchyard", "switchyard-anthropic", "switchyard-cached", "switchyard-1k",
+                           "switchyard-pii", "agentgateway", "helicone",
                            "litellm", "portkey"]
                if os.path.exists(f"{results}/{t}.c1.json")]
     rows = {}
@@ -145,6 +146,12 @@ def main(results, cores, cpu):
                 print(f", x{hit['best_rps'] / sy['best_rps']:.2f} the upstream path's", end="")
             print(")", end="")
         print()
+    plain, policed = rows.get("switchyard-1k"), rows.get("switchyard-pii")
+    if plain and policed and plain["best_rps"] and plain["c1"] and policed["c1"]:
+        # The same 1 KB prompt with and without the redact-pii policy (target: under 10 % of throughput).
+        print(f"\npolicies: redact-pii on a 1 KB prompt: max rps (any latency) {policed['best_rps']:.0f} against "
+              f"{plain['best_rps']:.0f} without ({100 * (1 - policed['best_rps'] / plain['best_rps']):.1f} % fewer); "
+              f"c=1 p50 +{us(policed['c1'][0] - plain['c1'][0]):.0f} µs, p99 +{us(policed['c1'][1] - plain['c1'][1]):.0f} µs")
     levels = sorted(int(m.group(1)) for f in os.listdir(results) if (m := re.match(r"slow\.inflight(\d+)\.txt$", f)))
     for c in levels:
         slow = hey(f"{results}/slow.inflight{c}.txt")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Comparative benchmark on one machine: a zero-latency mock upstream (Rust), a do-nothing relay
 # (the cost of one more hop on this machine), then Switchyard
-# (openai adapter; anthropic adapter translating; answers from its response cache), LiteLLM proxy (PyPI, in a venv) and Portkey
+# (openai adapter; anthropic adapter translating; answers from its response cache; a 1 KB prompt
+# with and without the redact-pii policy), LiteLLM proxy (PyPI, in a venv) and Portkey
 # gateway (npm), each with one upstream pointing at the mock, under the same load generator
 # (hey). Gateways are pinned to core 0, the mock and the load to core 1. All traffic stays on
 # 127.0.0.1; every loop is bounded in count and time. Prints one table (bench/report.py).
@@ -74,6 +75,7 @@ cat > "$work/switchyard/config.yaml" <<YAML
 listen: 127.0.0.1:9200
 data_dir: $work/switchyard/data
 keys: [{name: bench, key: sk-bench, models: ['*']}]
+policies: [{name: pii, plugin: redact-pii}]
 affinity: {enabled: false}
 server: {max_connections: 25000, max_in_flight: 25000}   # 20,000 in flight in the 1 s scenario
 # stream_whole_answers: false — the mock answers a whole request at once but paces a stream
@@ -95,6 +97,13 @@ sources:
     max_concurrent: 21000
     timeout_seconds: 30
     models: [{name: slow-h2, upstream: slow}]
+  - name: openai-pii                    # the same mock behind the redact-pii policy (request and answer hooks)
+    base_url: http://127.0.0.1:9100/v1
+    api_key: sk-upstream
+    stream_whole_answers: false
+    max_concurrent: 21000
+    policies: [pii]
+    models: [{name: bench-pii, upstream: bench}]
   - name: openai-cached                 # the same mock, its answers cached: every request after the first is a hit
     base_url: http://127.0.0.1:9100/v1
     api_key: sk-upstream
@@ -201,7 +210,14 @@ url[switchyard-anthropic]="http://127.0.0.1:9200/v1/chat/completions"; pid[switc
 url[relay]="http://127.0.0.1:9150/v1/chat/completions"; pid[relay]=$relay; payload[relay]="$body"
 url[switchyard-cached]="http://127.0.0.1:9200/v1/chat/completions"; pid[switchyard-cached]=$sy
 payload[switchyard-cached]='{"model":"bench-cached","messages":[{"role":"user","content":"Hello"}]}'
-targets=(direct relay switchyard switchyard-anthropic switchyard-cached)
+# Policies side by side: the same 1 KB prompt (no personal data in it, as in most traffic)
+# through the openai source alone and through redact-pii.
+prompt_1k=$(printf 'The quarterly report covers revenue, churn and the roadmap for next year. %.0s' $(seq 14))
+url[switchyard-1k]="${url[switchyard]}"; pid[switchyard-1k]=$sy
+payload[switchyard-1k]="{\"model\":\"bench\",\"messages\":[{\"role\":\"user\",\"content\":\"$prompt_1k\"}]}"
+url[switchyard-pii]="${url[switchyard]}"; pid[switchyard-pii]=$sy
+payload[switchyard-pii]="{\"model\":\"bench-pii\",\"messages\":[{\"role\":\"user\",\"content\":\"$prompt_1k\"}]}"
+targets=(direct relay switchyard switchyard-anthropic switchyard-cached switchyard-1k switchyard-pii)
 if [ -n "$litellm" ]; then url[litellm]="http://127.0.0.1:9300/v1/chat/completions"; pid[litellm]=$litellm; payload[litellm]="$body"; targets+=(litellm); fi
 if [ -n "$portkey" ]; then
     url[portkey]="http://127.0.0.1:9400/v1/chat/completions"; pid[portkey]=$portkey; payload[portkey]="$body"

@@ -3,6 +3,7 @@
 mod admin;
 mod admission;
 mod attempt;
+mod audit;
 mod auth;
 mod bill;
 mod books;
@@ -203,7 +204,7 @@ impl Gateway {
             Refused::Write(e) => internal(format!("cannot write {}: {e}", self.settings.runtime_file.display())),
             Refused::Install(e) => e,
         })?;
-        admin::trail::edited(&current, &self.runtime());
+        audit::edited(&current, &self.runtime());
         if let Some((shared, yaml)) = shared {
             shared.publish_runtime(yaml);
         }

@@ -20,9 +20,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("provider", &["domain", "config", "plugin", "telemetry", "tasks", "http_client"]),
     ("router", &["domain", "config"]),
     ("pricing", &["domain", "config"]),
+    ("access", &["domain", "config"]),
     ("scheduler", &["domain", "config", "router"]),
-    ("state", &["domain", "config", "scheduler", "private_fs"]),
-    ("shared", &["domain", "config", "scheduler", "logsafe", "tasks"]),
+    ("state", &["domain", "config", "scheduler", "private_fs", "access"]),
+    ("shared", &["domain", "config", "scheduler", "logsafe", "tasks", "access"]),
     (
         "server",
         &[
@@ -40,6 +41,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "shared",
             "tasks",
             "pricing",
+            "access",
+            "http_client",
         ],
     ),
     ("authoring", &["domain", "config", "plugin", "provider"]),

@@ -159,7 +159,11 @@ pub async fn install(
     gw.plugins.put(adapter.clone());
     gw.plugins.size_pools(&gw.runtime().config);
     tracing::info!(adapter = %name, replaced, bytes = bytes.len(), "installed an adapter");
-    super::trail::note(format!("adapter {name}: {} bytes, sha256 {}", bytes.len(), crate::shared::hex_sha256(bytes)));
+    crate::server::audit::note(format!(
+        "adapter {name}: {} bytes, sha256 {}",
+        bytes.len(),
+        crate::shared::hex_sha256(bytes)
+    ));
     Ok((adapter, replaced))
 }
 
@@ -230,7 +234,7 @@ pub fn remove(gw: &Gateway, name: &AdapterName) -> Result<(), ApiError> {
     gw.plugins.remove(name);
     gw.plugins.size_pools(&gw.runtime().config);
     tracing::info!(adapter = %name, "deleted an adapter");
-    super::trail::note(format!("adapter {name} deleted"));
+    crate::server::audit::note(format!("adapter {name} deleted"));
     Ok(())
 }
 

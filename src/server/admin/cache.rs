@@ -34,6 +34,6 @@ pub async fn purge(State(gw): State<Arc<Gateway>>) -> Result<Json<Value>, ApiErr
         )
     })?;
     tracing::info!(entries = purged, "admin purged the response cache");
-    super::trail::note(format!("{purged} cache entries purged"));
+    crate::server::audit::note(format!("{purged} cache entries purged"));
     Ok(Json(json!({"purged": purged, "cache": cache_json(&gw).await})))
 }

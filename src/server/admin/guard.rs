@@ -11,10 +11,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
-use super::trail::{self, Asked};
 use crate::access::{Actor, Outcome, Via};
 use crate::domain::Role;
 use crate::server::Gateway;
+use crate::server::audit::{self, Asked};
 use crate::server::error::{ApiError, ErrorType};
 
 /// The role each admin route needs, by method and matched path (`/admin/api/sources/{name}`).
@@ -35,7 +35,7 @@ pub async fn guard(
     next: Next,
 ) -> Response {
     // The bot calls in-process, with no peer address: only HTTP peers are throttled.
-    let peer = trail::peer_of(&request);
+    let peer = audit::peer_of(&request);
     let asked = Asked::of(&request);
     let telegram = request.extensions().get::<TelegramUser>().copied();
     let session =
@@ -78,7 +78,7 @@ pub async fn guard(
     if reads {
         return next.run(request).await;
     }
-    let (response, trail) = trail::collecting(next.run(request)).await;
+    let (response, trail) = audit::collecting(next.run(request)).await;
     gw.audit_write(&actor, &asked, response.status().as_u16(), trail);
     response
 }

@@ -107,7 +107,7 @@ pub async fn serving(State(gw): State<Arc<Gateway>>) -> Json<Value> {
 pub async fn set_serving(State(gw): State<Arc<Gateway>>, body: axum::body::Bytes) -> Result<Json<Value>, ApiError> {
     let change: ServingChange = crate::server::request::parse_json(&body)?;
     gw.set_paused(change.paused);
-    super::trail::note(if change.paused { "serving paused" } else { "serving resumed" });
+    crate::server::audit::note(if change.paused { "serving paused" } else { "serving resumed" });
     Ok(Json(json!({"paused": gw.paused()})))
 }
 
@@ -116,7 +116,7 @@ pub async fn clear_cooldowns(State(gw): State<Arc<Gateway>>, body: axum::body::B
     let request = clear_request(&body)?;
     let cleared = gw.scheduler.clear(request.source.as_deref(), request.model.as_deref());
     tracing::info!(cleared, source = ?request.source, model = ?request.model, "admin cleared cooldowns");
-    super::trail::note(format!("{cleared} cooldowns cleared{}", request.scope()));
+    crate::server::audit::note(format!("{cleared} cooldowns cleared{}", request.scope()));
     Ok(Json(json!({"cleared": cleared})))
 }
 
@@ -128,7 +128,7 @@ pub async fn clear_affinity(State(gw): State<Arc<Gateway>>, body: axum::body::By
     }
     let cleared = gw.scheduler.clear_affinity(request.source.as_deref());
     tracing::info!(cleared, source = ?request.source, "admin cleared affinity bindings");
-    super::trail::note(format!("{cleared} affinity bindings cleared{}", request.scope()));
+    crate::server::audit::note(format!("{cleared} affinity bindings cleared{}", request.scope()));
     Ok(Json(json!({"cleared": cleared})))
 }
 
@@ -137,7 +137,7 @@ pub async fn reset_stats(State(gw): State<Arc<Gateway>>, body: axum::body::Bytes
     let request = clear_request(&body)?;
     let reset = gw.scheduler.reset_stats(request.source.as_deref(), request.model.as_deref());
     tracing::info!(reset, source = ?request.source, model = ?request.model, "admin reset scorer stats");
-    super::trail::note(format!("{reset} scorer stats reset{}", request.scope()));
+    crate::server::audit::note(format!("{reset} scorer stats reset{}", request.scope()));
     Ok(Json(json!({"reset": reset})))
 }
 

@@ -16,7 +16,6 @@ pub(crate) mod policies;
 mod routes;
 mod settings;
 mod sources;
-pub(crate) mod trail;
 
 use std::sync::Arc;
 

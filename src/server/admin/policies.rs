@@ -158,7 +158,7 @@ pub async fn upload(
         shared.publish_adapter(&format!("{REPLICATED}{name}"), bytes.clone());
     }
     tracing::info!(policy = %name, bytes = bytes.len(), "admin uploaded a policy component");
-    super::trail::note(format!(
+    crate::server::audit::note(format!(
         "policy component {name}: {} bytes, sha256 {}",
         bytes.len(),
         crate::shared::hex_sha256(&bytes)

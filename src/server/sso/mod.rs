@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::Gateway;
-use super::admin::trail::Asked;
+use super::audit::Asked;
 use crate::access::sso::{Expected, SsoError, pkce_challenge, role_for, verify_id_token};
 use crate::access::{Actor, Outcome, Via};
 use crate::config::SsoConfig;
@@ -169,7 +169,7 @@ async fn callback(State(gw): State<Arc<Gateway>>, request: Request) -> Response 
     let now = gw.scheduler.now();
     // Failed sign-ins count with wrong admin tokens: an address that keeps failing is turned
     // away before it can fill the audit trail.
-    let peer = super::admin::trail::peer_of(&request);
+    let peer = super::audit::peer_of(&request);
     if peer.and_then(|p| gw.auth_failures.wait(p, now)).is_some() {
         return refused("too many failed sign-ins from this address; wait a minute");
     }

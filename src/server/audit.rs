@@ -1,5 +1,6 @@
-//! The audit trail's writing side: what a write request changed (collected while its handler
-//! runs, by `Gateway::edit` and by handlers that change files), recorded once it answered.
+//! The audit trail's writing side, for the admin API and single sign-on: what a write request
+//! changed (collected while its handler runs, by `Gateway::edit` and by handlers that change
+//! files), and the entry recorded, logged and sent to the other replicas.
 
 use std::sync::{Arc, Mutex};
 
