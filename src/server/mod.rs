@@ -430,7 +430,7 @@ impl crate::shared::Replica for Gateway {
         admin::adapters::remove(self, &name).map_err(|e| e.message.to_string())
     }
 
-    fn record_audit(&self, entry: crate::access::AuditEntry) {
+    fn adopt_audit(&self, entry: crate::access::AuditEntry) {
         self.state.audit(entry.bounded());
     }
 }

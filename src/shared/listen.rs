@@ -79,7 +79,7 @@ impl Shared {
                     }
                 }
             }
-            What::Audit { entry } => replica.record_audit(*entry),
+            What::Audit { entry } => replica.adopt_audit(*entry),
             What::Runtime { version } => {
                 if version > self.runtime_version.load(std::sync::atomic::Ordering::SeqCst)
                     && let Some(mut conn) = self.connection().await

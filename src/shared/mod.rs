@@ -54,7 +54,7 @@ pub trait Replica: Send + Sync + 'static {
     /// An adapter another replica's operator deleted.
     fn remove_adapter(&self, name: &str) -> Result<(), String>;
     /// An audit entry another replica wrote: kept in this replica's trail too.
-    fn record_audit(&self, entry: crate::access::AuditEntry);
+    fn adopt_audit(&self, entry: crate::access::AuditEntry);
 }
 
 #[derive(Debug, Default, Clone)]

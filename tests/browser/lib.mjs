@@ -47,3 +47,17 @@ export async function tabToNavLink(page, label) {
   }
   throw new Error(`Tab never reached the ${label} link of the nav`);
 }
+
+/** The admin API called from Node with `token` (to set up or check what a page did). */
+export function adminApi(gateway, token) {
+  return async (method, path, body) => {
+    const res = await fetch(`${gateway}/admin/api${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+}

@@ -24,7 +24,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { go, launchChromium, sourceRow, whoami } from './lib.mjs';
+import { adminApi, go, launchChromium, sourceRow, whoami } from './lib.mjs';
 
 const env = {
   gateway: need('GATEWAY_URL').replace(/\/+$/, ''),
@@ -32,6 +32,9 @@ const env = {
   adminToken: need('ADMIN_TOKEN'),
   shots: process.env.SHOT_DIR || null,
 };
+
+/** The admin API with the admin token, from here (not the browser). */
+const admin = adminApi(env.gateway, env.adminToken);
 
 function need(name) {
   const value = process.env[name];
@@ -361,17 +364,6 @@ function pageFetch(page, path) {
   }, path);
 }
 
-/** The admin API with the admin token, from here (not the browser). */
-async function admin(method, path, body) {
-  const res = await fetch(`${env.gateway}/admin/api${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${env.adminToken}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
 
 async function idpMode(mode) {
   const res = await fetch(`${env.control}/__mode`, { method: 'POST', body: JSON.stringify({ mode }) });

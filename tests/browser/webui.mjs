@@ -3,7 +3,7 @@
 
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { launchChromium } from './lib.mjs';
+import { adminApi, launchChromium } from './lib.mjs';
 
 const env = {
   gateway: need('GATEWAY_URL'),
@@ -66,16 +66,7 @@ for (const name of ORDER) {
       if (!res.ok) throw new Error(`control ${what}: ${res.status}`);
     },
     /** The admin API directly (to set up or check what a page did). */
-    async admin(method, path, body) {
-      const res = await fetch(`${env.gateway}/admin/api${path}`, {
-        method,
-        headers: { Authorization: `Bearer ${env.adminToken}`, 'Content-Type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-      return text ? JSON.parse(text) : null;
-    },
+    admin: adminApi(env.gateway, env.adminToken),
     /** A chat request as a client sends it; answers `{status, source, body}`. */
     async chat(model, key = env.gatewayKey, extra = {}) {
       const res = await fetch(`${env.gateway}/v1/chat/completions`, {
